@@ -1,0 +1,14 @@
+/**
+ * The Antenna plugin SDK: the only module a plugin imports from Antenna.
+ * `import { definePlugin, coreServices } from 'antenna/sdk'`
+ */
+export { definePlugin, SDK_VERSION } from './plugin.js';
+export type { PluginDefinition, PluginEnv, Migration } from './plugin.js';
+export { coreServices, createServiceRef, createExtensionPoint } from './refs.js';
+export type { ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
+export { AppError, errors, isAppError } from './errors.js';
+export { Duration, parseDuration } from './duration.js';
+export * from './services.js';
+export * from './livetv.js';
+export { Type } from '@sinclair/typebox';
+export type { Static, TSchema } from '@sinclair/typebox';

@@ -1,0 +1,252 @@
+/**
+ * The contracts of the core services a plugin can depend on. The core provides
+ * the implementations; plugins only ever see these interfaces.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Knex } from 'knex';
+import type { Logger as PinoLogger } from 'pino';
+import type { Readable } from 'node:stream';
+import type { DependencyContainer } from 'tsyringe';
+
+/** pino logger, labelled with the plugin id. One line per event; never log secrets. */
+export type Logger = PinoLogger;
+
+/** The knex instance shared by the core and every plugin (SQLite by default, PostgreSQL by config). */
+export type Database = Knex;
+
+/**
+ * The plugin's own Fastify scope. Routes are authenticated unless their config
+ * says otherwise:
+ *   config: { auth: 'public' }            no token needed (login, version, static files)
+ *   config: { auth: 'media', mediaScope } bearer, ?api_key=<token>, or a signed ?key= for that scope
+ * `request.user` holds the caller on every authenticated route.
+ */
+export type HttpScope = FastifyInstance;
+
+export interface AuthUser {
+  id: number;
+  username: string;
+  active: boolean;
+  admin: boolean;
+  all_libraries_access: boolean;
+  /** Library ids granted when all_libraries_access is false. */
+  libraries: string[];
+  /** The device session the token belongs to. */
+  sessionId: string;
+  deviceId: string;
+}
+
+export interface AuthService {
+  /** The caller of an authenticated request; throws 401 when there is none. */
+  requireUser(request: FastifyRequest): AuthUser;
+  /** 403 unless the caller is an administrator. */
+  requireAdmin(request: FastifyRequest): AuthUser;
+  /** Whether the user may see a library (admins and all_libraries_access users see all). */
+  canAccessLibrary(user: AuthUser, libraryId: string | number): boolean;
+  /**
+   * A short-lived key for URLs handed to players (segments, media playlists).
+   * It is bound to a scope such as `live:12` and the user, never the user's token.
+   */
+  signMediaKey(user: AuthUser, scope: string, ttlSeconds?: number): string;
+  /** Adds fields to the `user` object of GET /me (e.g. live-tv adds `favorites`). Must be cheap: no I/O per call. */
+  addProfileField(name: string, compute: (user: AuthUser) => unknown): void;
+}
+
+export type JobState = 'running' | 'completed' | 'failed' | 'stopped';
+
+export interface RestartPolicy {
+  /** How many times a failed run is started again before the job fails (Infinity allowed). */
+  maxRestarts: number;
+  /** First delay; doubled after every failure up to maxDelayMs. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface JobContext<D> {
+  readonly key: string;
+  /** Aborted when the job is stopped (explicitly, by idle timeout or at shutdown). */
+  readonly signal: AbortSignal;
+  /** The job's shared data, the same object callers see as `job.data`. */
+  readonly data: D;
+  /** Which run this is: 0 for the first, 1 after the first restart… */
+  readonly attempt: number;
+  readonly log: Logger;
+  /** 0..1, with an optional human message; shown in the API and on a terminal. */
+  progress(fraction: number, message?: string): void;
+}
+
+export interface JobSpec<D> {
+  /** What kind of job this is (live, transcode, import, recording…), for listings and logs. */
+  kind: string;
+  /** Created once per job and shared with every caller of ensure(). */
+  data: D;
+  /**
+   * The work. Resolves when the work is finished (the job completes), rejects
+   * when it failed (the restart policy decides what follows). Must honour ctx.signal.
+   */
+  run(ctx: JobContext<D>): Promise<void>;
+  /** Stop the job when nobody called touch() (or ensure()) for this long. */
+  idleTimeoutMs?: number;
+  restart?: RestartPolicy;
+}
+
+export interface Job<D> {
+  readonly key: string;
+  readonly kind: string;
+  readonly data: D;
+  readonly state: JobState;
+  readonly progress: number;
+  readonly message: string | undefined;
+  readonly error: string | undefined;
+  readonly startedAt: number;
+  readonly signal: AbortSignal;
+  /** Settles when the job has ended, whatever the outcome (never rejects). */
+  readonly done: Promise<JobState>;
+  /** Refresh the idle timer. */
+  touch(): void;
+  /** Abort the run and wait for it to end. */
+  stop(reason?: string): Promise<void>;
+}
+
+export interface JobSummary {
+  key: string; kind: string; state: JobState; progress: number; message?: string; error?: string; startedAt: string;
+}
+
+export interface JobManager {
+  /**
+   * The running job for `key`, or a new one started from `spec()`. Synchronous,
+   * so concurrent callers can never start two jobs for one key.
+   */
+  ensure<D>(key: string, spec: () => JobSpec<D>): Job<D>;
+  get<D = unknown>(key: string): Job<D> | undefined;
+  list(): JobSummary[];
+  /** Stops every job (used at shutdown). */
+  stopAll(reason?: string): Promise<void>;
+}
+
+export interface ScheduledTask {
+  /** Unique id; scheduling the same id again replaces the earlier entry. */
+  id: string;
+  /** Handler name registered with scheduler.handle(). */
+  kind: string;
+  /** When to run (ms since epoch). */
+  at: number;
+  /** Repeat every N ms after each run; omit for a one-shot task. */
+  everyMs?: number;
+  payload?: unknown;
+}
+
+/**
+ * Persisted timers. Tasks survive restarts: at start every stored task is
+ * re-armed, and one whose time passed while the server was down runs at once.
+ */
+export interface Scheduler {
+  handle(kind: string, handler: (task: ScheduledTask, signal: AbortSignal) => Promise<void>): void;
+  schedule(task: ScheduledTask): Promise<void>;
+  cancel(id: string): Promise<boolean>;
+  list(kind?: string): Promise<ScheduledTask[]>;
+}
+
+export interface ProbeStream {
+  index: number;
+  codec_type: 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | string;
+  codec_name?: string;
+  profile?: string;
+  width?: number;
+  height?: number;
+  channels?: number;
+  color_transfer?: string;
+  bit_rate?: string;
+  tags?: Record<string, string>;
+  disposition?: Record<string, number>;
+  [key: string]: unknown;
+}
+
+export interface ProbeResult {
+  format: { format_name?: string; duration?: string; bit_rate?: string; size?: string; tags?: Record<string, string>; [key: string]: unknown };
+  streams: ProbeStream[];
+}
+
+export interface SpawnOptions {
+  /** Stops the process (SIGTERM to its group, SIGKILL after a grace period). */
+  signal?: AbortSignal;
+  cwd?: string;
+  /** Strings (URLs with credentials, keys) replaced by *** wherever args or stderr are logged. */
+  secrets?: string[];
+  /** Short name for logs, e.g. `live:12`. */
+  label?: string;
+  /** Called with each stderr line (progress parsing). */
+  onStderrLine?: (line: string) => void;
+  /** Keep stdout as a stream (default: ignored). */
+  stdout?: 'pipe' | 'ignore';
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** True when we asked it to stop (abort, stop(), shutdown). */
+  expected: boolean;
+  /** The last lines of stderr, secrets redacted. */
+  stderrTail: string;
+}
+
+export interface FfmpegProcess {
+  readonly pid: number;
+  readonly stdout: Readable | null;
+  /** Resolves when the process has exited (never rejects). */
+  readonly exited: Promise<ExitInfo>;
+  /** SIGTERM to the whole process group, SIGKILL after the grace period; resolves on exit. */
+  stop(): Promise<ExitInfo>;
+}
+
+export interface FfmpegService {
+  readonly ffmpegPath: string;
+  readonly ffprobePath: string;
+  /** e.g. `ffmpeg version 4.1 …` first line of `ffmpeg -version`. */
+  version(): Promise<string>;
+  spawn(args: string[], options?: SpawnOptions): FfmpegProcess;
+  /** Runs ffmpeg to completion; rejects with the stderr tail unless it exits 0. */
+  run(args: string[], options?: SpawnOptions): Promise<void>;
+  probe(input: string, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<ProbeResult>;
+}
+
+export interface EventBus {
+  emit(event: string, payload?: unknown): void;
+  on(event: string, handler: (payload: unknown) => void): () => void;
+}
+
+export interface Clock {
+  /** Milliseconds since epoch. Tests may replace the clock. */
+  now(): number;
+}
+
+/** Where the plugin may keep files: `<dataDir>/plugins/<pluginId>`, created on first use, owner-only. */
+export interface PluginPaths {
+  dataDir: string;
+  pluginDir(): Promise<string>;
+}
+
+/** A command added to the `antenna` CLI, e.g. `guide refresh`. */
+export interface CliCommand {
+  /** Words after `antenna`, e.g. ['guide', 'refresh']. */
+  path: string[];
+  description: string;
+  usage?: string;
+  /** Runs inside a fully started host that does not listen on HTTP. */
+  run(args: string[], io: { progress: ProgressReporter; out: (line: string) => void }): Promise<void>;
+}
+
+export interface ProgressReporter {
+  /** Starts or updates a bar: `label  [#####    ] 40% message` on a terminal, plain lines otherwise. */
+  update(label: string, fraction: number, message?: string): void;
+  done(label: string, message?: string): void;
+}
+
+export interface Lifecycle {
+  /** Runs after every plugin's init, before the server listens (extension registries are frozen). */
+  onStart(fn: () => Promise<void> | void): void;
+  /** Runs at shutdown, in reverse order of registration. */
+  onShutdown(fn: () => Promise<void> | void): void;
+}
+
+export type { DependencyContainer };
