@@ -12,3 +12,4 @@ export * from './services.js';
 export * from './livetv.js';
 export { Type } from '@sinclair/typebox';
 export type { Static, TSchema } from '@sinclair/typebox';
+export type { RouteAuth } from './http.js';

@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { Logger as PinoLogger } from 'pino';
 import type { Readable } from 'node:stream';
 import type { DependencyContainer } from 'tsyringe';
+import './http.js';
 
 /** pino logger, labelled with the plugin id. One line per event; never log secrets. */
 export type Logger = PinoLogger;

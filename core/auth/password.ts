@@ -1,0 +1,34 @@
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
+  new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
+
+// N=2^15, r=8, p=1: ~50-100 ms per hash here, OWASP's scrypt minimum. Stored with the
+// parameters so they can be raised later without invalidating old hashes.
+const N = 1 << 15, R = 8, P = 1, KEYLEN = 32;
+const MAXMEM = 64 * 1024 * 1024;
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, KEYLEN, { N, r: R, p: P, maxmem: MAXMEM });
+  return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, saltB64, keyB64] = stored.split('$');
+  if (scheme !== 'scrypt' || !keyB64) return false;
+  const expected = Buffer.from(keyB64, 'base64');
+  const key = await scrypt(password, Buffer.from(saltB64, 'base64'), expected.length, { N: Number(n), r: Number(r), p: Number(p), maxmem: MAXMEM });
+  return timingSafeEqual(key, expected);
+}
+
+/** Hashed when the username is unknown, so both failures take the same time. */
+let dummy: Promise<string> | undefined;
+export function dummyHash(): Promise<string> {
+  return (dummy ??= hashPassword(randomBytes(16).toString('hex')));
+}
+
+/** A readable generated password for the first admin. */
+export function generatePassword(): string {
+  return randomBytes(12).toString('base64url');
+}

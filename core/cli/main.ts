@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import { parseArgs } from 'node:util';
+import { createInterface } from 'node:readline/promises';
+import pino from 'pino';
+import { loadConfig } from '../config/load.js';
+import type { AntennaConfig } from '../config/schema.js';
+import { Host } from '../host.js';
+import { openDatabase } from '../db/database.js';
+import { runMigrations } from '../db/migrations.js';
+import { coreMigrations } from '../db/core-migrations.js';
+import { AccountStore } from '../auth/accounts.js';
+import { loadPlugins } from '../plugins/loader.js';
+import { createProgress } from './progress.js';
+import { VERSION } from '../version.js';
+import { mkdir } from 'node:fs/promises';
+
+const USAGE = `antenna ${VERSION}
+
+Usage: antenna <command> [--config FILE]
+
+  serve                              start the server (default)
+  user add NAME --password P [--admin] [--inactive] [--library ID ...]
+  user passwd NAME [--password P]    (prompts when --password is omitted)
+  user set NAME [--active|--inactive] [--admin|--no-admin] [--library ID ... | --all-libraries]
+  user list
+  plugins                            what is loaded, from where, with which version
+  help
+
+Config: --config FILE or ANTENNA_CONFIG; ANTENNA_PORT, ANTENNA_HOST, ANTENNA_DATA_DIR override it.
+With no config the demo runs (data in ./data).`;
+
+class UsageError extends Error {}
+
+function out(line = ''): void {
+  process.stdout.write(line + '\n');
+}
+
+async function withAccounts<T>(config: AntennaConfig, fn: (store: AccountStore) => Promise<T>): Promise<T> {
+  await mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
+  const knex = await openDatabase(config);
+  try {
+    await runMigrations(knex, 'core', coreMigrations);
+    return await fn(new AccountStore(knex));
+  } finally {
+    await knex.destroy();
+  }
+}
+
+async function askPassword(prompt: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: !!process.stdin.isTTY });
+  try {
+    return (await rl.question(prompt)).trim();
+  } finally {
+    rl.close();
+  }
+}
+
+async function serve(config: AntennaConfig): Promise<void> {
+  const host = await Host.create({ config, mode: 'server' });
+  await host.listen();
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    host.logger.info({ event: 'shutdown', signal }, 'shutting down');
+    await host.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+async function userCommand(config: AntennaConfig, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args, allowPositionals: true, strict: true,
+    options: {
+      password: { type: 'string' }, admin: { type: 'boolean' }, 'no-admin': { type: 'boolean' },
+      inactive: { type: 'boolean' }, active: { type: 'boolean' }, library: { type: 'string', multiple: true },
+      'all-libraries': { type: 'boolean' }, config: { type: 'string' },
+    },
+  });
+  const [sub, name] = positionals;
+  await withAccounts(config, async (store) => {
+    switch (sub) {
+      case 'add': {
+        if (!name) throw new UsageError('user add needs a NAME');
+        const password = values.password ?? (await askPassword(`Password for ${name}: `));
+        const user = await store.createUser({ username: name, password, admin: !!values.admin, active: !values.inactive, libraries: values.library ?? [] });
+        out(`created user ${user.username} (id ${user.id})${user.admin ? ' admin' : ''}${user.active ? '' : ' inactive'}`);
+        return;
+      }
+      case 'passwd': {
+        if (!name) throw new UsageError('user passwd needs a NAME');
+        const user = await store.findByUsername(name);
+        if (!user) throw new Error(`no user named ${name}`);
+        const password = values.password ?? (await askPassword(`New password for ${user.username}: `));
+        await store.setPassword(user.id, password);
+        const revoked = await store.revokeSessions(user.id);
+        out(`password of ${user.username} changed; ${revoked.length} session(s) signed out`);
+        return;
+      }
+      case 'set': {
+        if (!name) throw new UsageError('user set needs a NAME');
+        const user = await store.findByUsername(name);
+        if (!user) throw new Error(`no user named ${name}`);
+        if (values.active && values.inactive) throw new UsageError('--active and --inactive exclude each other');
+        const fields: Parameters<AccountStore['update']>[1] = {};
+        if (values.active) fields.active = true;
+        if (values.inactive) fields.active = false;
+        if (values.admin) fields.admin = true;
+        if (values['no-admin']) fields.admin = false;
+        if (Object.keys(fields).length) await store.update(user.id, fields);
+        if (values.library?.length) await store.setLibraries(user.id, values.library);
+        if (values['all-libraries']) await store.setLibraries(user.id, []);
+        out(`updated user ${user.username}`);
+        return;
+      }
+      case 'list': {
+        const users = await store.listUsers();
+        out(['ID', 'USERNAME', 'ADMIN', 'ACTIVE', 'LIBRARIES'].join('\t'));
+        for (const u of users) out([u.id, u.username, u.admin ? 'yes' : 'no', u.active ? 'yes' : 'no', u.all_libraries_access ? 'all' : u.libraries.join(',')].join('\t'));
+        return;
+      }
+      default:
+        throw new UsageError(`unknown user command ${sub ?? ''}`.trim());
+    }
+  });
+}
+
+async function pluginsCommand(config: AntennaConfig): Promise<void> {
+  const plugins = await loadPlugins(config);
+  if (!plugins.length) {
+    out('no plugins enabled (list them under plugins: in the config file)');
+    return;
+  }
+  out(['ID', 'VERSION', 'SOURCE', 'ENABLED BY', 'FROM'].join('\t'));
+  for (const p of plugins) out([p.def.id, p.def.version, p.source, p.enabledBy, p.location].join('\t'));
+}
+
+/** Commands plugins add (`guide refresh`, `library scan`): run inside a host that does not listen. */
+async function pluginCommand(config: AntennaConfig, argv: string[]): Promise<boolean> {
+  const host = await Host.create({ config, mode: 'cli', logger: pino({ level: process.env.ANTENNA_LOG_LEVEL ?? 'warn' }) });
+  try {
+    const command = host.commands
+      .filter((c) => c.path.every((word, i) => argv[i] === word))
+      .sort((a, b) => b.path.length - a.path.length)[0];
+    if (!command) return false;
+    await command.run(argv.slice(command.path.length), { progress: createProgress(), out });
+    return true;
+  } finally {
+    await host.close();
+  }
+}
+
+/** Runs one command; the exit code, or -1 while the server keeps running. */
+export async function main(argv: string[]): Promise<number> {
+  const configIndex = argv.indexOf('--config');
+  let file: string | undefined;
+  if (configIndex >= 0) {
+    file = argv[configIndex + 1];
+    if (!file) {
+      process.stderr.write('antenna: --config needs a file\n');
+      return 2;
+    }
+    argv = [...argv.slice(0, configIndex), ...argv.slice(configIndex + 2)];
+  }
+  const [command = 'serve', ...rest] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    out(USAGE);
+    return 0;
+  }
+  if (command === '--version' || command === 'version') {
+    out(VERSION);
+    return 0;
+  }
+  try {
+    const config = loadConfig({ file });
+    if (command === 'serve') {
+      await serve(config);
+      return -1; // keeps running until a signal
+    }
+    if (command === 'user') await userCommand(config, rest);
+    else if (command === 'plugins') await pluginsCommand(config);
+    else if (!(await pluginCommand(config, argv))) throw new UsageError(`unknown command: ${argv.join(' ')}`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`antenna: ${(err as Error).message}\n`);
+    if (err instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
+    return err instanceof UsageError ? 2 : 1;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => {
+    if (code === 0) process.exitCode = 0; // let stdout drain; nothing is left running
+    else if (code > 0) process.exit(code);
+  });
+}

@@ -1,0 +1,12 @@
+/**
+ * The config used when no file is given (PRODUCT.md §1): data in ./data, SQLite,
+ * and the plugins that make a newcomer's first start useful. Later features
+ * add their plugins here.
+ */
+export function demoConfig(): Record<string, unknown> {
+  return {
+    server: { host: '0.0.0.0', port: 8096, dataDir: './data' },
+    database: { client: 'sqlite3' },
+    plugins: {},
+  };
+}

@@ -1,0 +1,36 @@
+import path from 'node:path';
+import { chmod } from 'node:fs/promises';
+import knexFactory, { type Knex } from 'knex';
+import type { AntennaConfig } from '../config/schema.js';
+
+export const SQLITE_FILE = 'antenna.db';
+
+/**
+ * One knex instance for the core and every plugin. SQLite runs in WAL mode with
+ * a busy timeout, so the CLI (`antenna user add`, `guide refresh`) can write
+ * while a server reads.
+ */
+export async function openDatabase(config: AntennaConfig): Promise<Knex> {
+  if (config.database.client === 'pg') {
+    if (!config.database.connection) throw new Error('database.connection: missing, expected a postgres:// URL or connection object when database.client is pg');
+    return knexFactory({ client: 'pg', connection: config.database.connection as Knex.StaticConnectionConfig, pool: { min: 0, max: 10 } });
+  }
+  const filename = path.join(config.server.dataDir, SQLITE_FILE);
+  const knex = knexFactory({
+    client: 'sqlite3',
+    connection: { filename },
+    useNullAsDefault: true,
+    // One connection: node-sqlite3 serialises on it anyway, and one writer avoids SQLITE_BUSY inside the process.
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(conn: any, done: (err: Error | null, conn: any) => void) {
+        conn.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;', (err: Error | null) => done(err, conn));
+      },
+    },
+  });
+  await knex.raw('select 1');
+  // The data dir is 0700 already; the file itself is owner-only too, in case it is moved out.
+  for (const suffix of ['', '-wal', '-shm']) await chmod(filename + suffix, 0o600).catch(() => {});
+  return knex;
+}

@@ -1,0 +1,252 @@
+import 'reflect-metadata';
+import { chmod, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { container as globalContainer, type DependencyContainer } from 'tsyringe';
+import pino, { type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import type { Knex } from 'knex';
+import type { PluginDefinition } from '../sdk/plugin.js';
+import { coreServices, type HostInfo } from '../sdk/refs.js';
+import type { CliCommand, Clock, Lifecycle, PluginPaths } from '../sdk/services.js';
+import type { AntennaConfig } from './config/schema.js';
+import { openDatabase } from './db/database.js';
+import { runMigrations } from './db/migrations.js';
+import { coreMigrations } from './db/core-migrations.js';
+import { loadOrCreateSecret } from './auth/secret.js';
+import { AccountStore } from './auth/accounts.js';
+import { AuthServiceImpl } from './auth/auth-service.js';
+import { LoginLimiter } from './auth/rate-limit.js';
+import { accountRoutes } from './auth/routes.js';
+import { generatePassword } from './auth/password.js';
+import { createHttp } from './http/app.js';
+import { loadPlugins, type LoadedPlugin } from './plugins/loader.js';
+import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
+import { resolveBinaries } from './ffmpeg/resolve.js';
+import { JobManagerImpl } from './jobs/job-manager.js';
+import { SchedulerImpl } from './jobs/scheduler.js';
+import { EventBusImpl } from './events.js';
+import { VERSION } from './version.js';
+
+export interface HostOptions {
+  config: AntennaConfig;
+  logger?: Logger;
+  clock?: Clock;
+  /** 'server' runs start hooks and the scheduler; 'cli' only initialises plugins for a command. */
+  mode?: 'server' | 'cli';
+  /** The first admin's password (else ANTENNA_ADMIN_PASSWORD, else generated and announced). */
+  adminPassword?: string;
+  /** Where the generated admin password is announced (default: stderr). */
+  announce?: (text: string) => void;
+}
+
+interface PluginRuntime {
+  loaded: LoadedPlugin;
+  inits: { deps: Record<string, { id: string; kind: string }>; init(deps: any): unknown }[];
+}
+
+/**
+ * The running core: database, accounts, HTTP, jobs, ffmpeg and every plugin,
+ * booted in this order so that a failure stops start-up before anything listens.
+ */
+export class Host {
+  readonly commands: CliCommand[] = [];
+  readonly extensionPoints = new Map<string, { owner: string; impl: unknown }>();
+  plugins: LoadedPlugin[] = [];
+  app!: FastifyInstance;
+  knex!: Knex;
+  auth!: AuthServiceImpl;
+  accounts!: AccountStore;
+  jobs!: JobManagerImpl;
+  scheduler!: SchedulerImpl;
+  ffmpeg!: FfmpegSupervisor;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  private readonly startHooks: (() => unknown)[] = [];
+  private readonly shutdownHooks: (() => unknown)[] = [];
+  private closed = false;
+
+  private constructor(readonly config: AntennaConfig, private readonly options: HostOptions) {
+    this.logger = options.logger ?? pino({ level: config.logging.level, base: { name: 'antenna' } });
+    this.clock = options.clock ?? { now: () => Date.now() };
+  }
+
+  static async create(options: HostOptions): Promise<Host> {
+    const host = new Host(options.config, options);
+    try {
+      await host.boot();
+    } catch (err) {
+      await host.close().catch(() => {});
+      throw err;
+    }
+    return host;
+  }
+
+  get publicUrl(): string {
+    const s = this.config.server;
+    if (s.publicUrl) return s.publicUrl;
+    const address = this.app?.server?.address();
+    const port = address && typeof address === 'object' ? address.port : s.port;
+    const shownHost = s.host === '0.0.0.0' || s.host === '::' ? 'localhost' : s.host;
+    return `http://${shownHost}:${port}`;
+  }
+
+  private async boot(): Promise<void> {
+    const { config } = this;
+    const dataDir = config.server.dataDir;
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await chmod(dataDir, 0o700); // secret, database and avatars live here: owner only
+
+    this.knex = await openDatabase(config);
+    await runMigrations(this.knex, 'core', coreMigrations);
+    const secret = await loadOrCreateSecret(dataDir);
+    this.accounts = new AccountStore(this.knex, () => this.clock.now());
+    this.auth = new AuthServiceImpl(this.accounts, secret, { mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds }, () => this.clock.now());
+    const limiter = new LoginLimiter({
+      maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
+      windowMs: config.auth.failureWindowSeconds * 1000,
+    }, () => this.clock.now());
+
+    const binaries = resolveBinaries(config.ffmpeg);
+    this.ffmpeg = new FfmpegSupervisor(this.logger.child({ component: 'ffmpeg' }), binaries);
+    this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
+    this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
+    const events = new EventBusImpl(this.logger);
+
+    this.plugins = await loadPlugins(config);
+    for (const p of this.plugins) {
+      try {
+        await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
+      } catch (err) {
+        throw new Error(`plugin ${p.def.id}: migration failed: ${(err as Error).message}`);
+      }
+    }
+
+    this.app = await createHttp({ config, logger: this.logger, auth: this.auth, secret, version: VERSION });
+    await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
+
+    const runtimes = this.plugins.map((loaded) => this.registerPlugin(loaded));
+    const root = globalContainer.createChildContainer();
+    const host = this;
+    const hostInfo: HostInfo = {
+      version: VERSION, dataDir, dashOnly: config.clients.dashOnly,
+      get publicUrl() { return host.publicUrl; },
+    };
+    const shared: Record<string, unknown> = {
+      [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,
+      [coreServices.jobs.id]: this.jobs, [coreServices.scheduler.id]: this.scheduler, [coreServices.ffmpeg.id]: this.ffmpeg,
+      [coreServices.events.id]: events, [coreServices.clock.id]: this.clock,
+    };
+    for (const [id, value] of Object.entries(shared)) root.registerInstance(id, value);
+
+    for (const runtime of runtimes) await this.initPlugin(runtime, root);
+    for (const { impl } of this.extensionPoints.values()) (impl as { freeze?: () => void }).freeze?.();
+
+    await this.app.ready();
+    if (this.options.mode !== 'cli') {
+      for (const hook of this.startHooks) await hook();
+      await this.scheduler.start();
+    }
+    await this.ensureAdmin();
+  }
+
+  private registerPlugin(loaded: LoadedPlugin): PluginRuntime {
+    const runtime: PluginRuntime = { loaded, inits: [] };
+    const id = loaded.def.id;
+    try {
+      loaded.def.register({
+        registerExtensionPoint: (ref, impl) => {
+          if (this.extensionPoints.has(ref.id)) throw new Error(`extension point ${ref.id} is already provided by ${this.extensionPoints.get(ref.id)!.owner}`);
+          this.extensionPoints.set(ref.id, { owner: id, impl });
+        },
+        registerInit: (options) => { runtime.inits.push(options as PluginRuntime['inits'][number]); },
+        registerCommand: (command) => {
+          const name = command.path.join(' ');
+          if (this.commands.some((c) => c.path.join(' ') === name)) throw new Error(`CLI command "${name}" is already provided`);
+          this.commands.push(command);
+        },
+      });
+    } catch (err) {
+      throw new Error(`plugin ${id}: register failed: ${(err as Error).message}`);
+    }
+    return runtime;
+  }
+
+  private async initPlugin(runtime: PluginRuntime, root: DependencyContainer): Promise<void> {
+    const def: PluginDefinition = runtime.loaded.def;
+    const log = this.logger.child({ plugin: def.id });
+    const pluginDir = path.join(this.config.server.dataDir, 'plugins', def.id);
+    const paths: PluginPaths = {
+      dataDir: this.config.server.dataDir,
+      pluginDir: async () => { await mkdir(pluginDir, { recursive: true, mode: 0o700 }); return pluginDir; },
+    };
+    const lifecycle: Lifecycle = {
+      onStart: (fn) => { this.startHooks.push(fn); },
+      onShutdown: (fn) => { this.shutdownHooks.push(fn); },
+    };
+    await this.app.register(async (scope) => {
+      const container = root.createChildContainer();
+      container.registerInstance(coreServices.logger.id, log);
+      container.registerInstance(coreServices.config.id, runtime.loaded.config);
+      container.registerInstance(coreServices.http.id, scope);
+      container.registerInstance(coreServices.paths.id, paths);
+      container.registerInstance(coreServices.lifecycle.id, lifecycle);
+      container.registerInstance(coreServices.container.id, container);
+      for (const { deps, init } of runtime.inits) {
+        const resolved: Record<string, unknown> = {};
+        for (const [name, ref] of Object.entries(deps)) {
+          if (ref.kind === 'extension-point') {
+            const ep = this.extensionPoints.get(ref.id);
+            if (!ep) throw new Error(`plugin ${def.id}: needs extension point ${ref.id}, which no loaded plugin provides (add its owner to dependsOn)`);
+            resolved[name] = ep.impl;
+          } else if (container.isRegistered(ref.id, true)) {
+            resolved[name] = container.resolve(ref.id);
+          } else {
+            throw new Error(`plugin ${def.id}: unknown service ${ref.id}`);
+          }
+        }
+        try {
+          await init(resolved);
+        } catch (err) {
+          throw new Error(`plugin ${def.id}: init failed: ${(err as Error).message}`);
+        }
+      }
+    });
+    log.debug({ version: def.version, from: runtime.loaded.location }, 'plugin initialised');
+  }
+
+  /** First start with an empty database: an admin, with ANTENNA_ADMIN_PASSWORD or a generated password printed once. */
+  private async ensureAdmin(): Promise<void> {
+    if ((await this.accounts.countUsers()) > 0) return;
+    const given = this.options.adminPassword ?? process.env.ANTENNA_ADMIN_PASSWORD;
+    const password = given || generatePassword();
+    await this.accounts.createUser({ username: 'admin', password, admin: true });
+    this.logger.info({ event: 'admin_created', user: 'admin' }, 'first start: admin user created');
+    if (!given) {
+      const say = this.options.announce ?? ((text: string) => process.stderr.write(text + '\n'));
+      say(`\n  Antenna is ready. Sign in at ${this.publicUrl}/ as admin with password: ${password}\n  (shown once; change it with 'antenna user passwd admin')\n`);
+    }
+  }
+
+  async listen(): Promise<string> {
+    const address = await this.app.listen({ host: this.config.server.host, port: this.config.server.port });
+    this.logger.info({ event: 'listening', address, version: VERSION, plugins: this.plugins.map((p) => p.def.id) }, 'listening');
+    return address;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.scheduler?.stop();
+    await this.app?.close().catch((err) => this.logger.error({ err }, 'http close failed'));
+    for (const hook of [...this.shutdownHooks].reverse()) {
+      try {
+        await hook();
+      } catch (err) {
+        this.logger.error({ err }, 'shutdown hook failed');
+      }
+    }
+    await this.jobs?.stopAll('shutdown');
+    await this.ffmpeg?.stopAll();
+    await this.knex?.destroy();
+  }
+}
