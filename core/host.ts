@@ -145,8 +145,8 @@ export class Host {
     if (this.options.mode !== 'cli') {
       for (const hook of this.startHooks) await hook();
       await this.scheduler.start();
+      await this.ensureAdmin();
     }
-    await this.ensureAdmin();
   }
 
   private registerPlugin(loaded: LoadedPlugin): PluginRuntime {

@@ -454,7 +454,7 @@ export class FfmpegSupervisor implements FfmpegService {
       if (options.signal) options.signal.removeEventListener('abort', onAbort);
       const fields = {
         label,
-        pid: self.pid,
+        childPid: self.pid,
         code: info.code,
         signal: info.signal,
         expected: info.expected,
@@ -473,7 +473,7 @@ export class FfmpegSupervisor implements FfmpegService {
       this.live.add(proc);
       this.global.live.add(proc.trackedEntry);
     }
-    const spawnFields = { label, pid: proc.pid || undefined, binary, args: redactedArgs };
+    const spawnFields = { label, childPid: proc.pid || undefined, binary, args: redactedArgs };
     if (routine) log.debug(spawnFields, `${binary} spawned`);
     else log.info(spawnFields, `${binary} spawned`);
 
