@@ -1,4 +1,5 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { RouteAuth } from '../../sdk/http.js';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import fastifyJwt from '@fastify/jwt';
@@ -11,6 +12,20 @@ import type { AuthServiceImpl } from '../auth/auth-service.js';
 import { errorHandler, redactUrl } from './errors.js';
 
 const DOCS = '/api/docs';
+
+export interface RouteEntry { method: string; url: string; auth: RouteAuth }
+const routeTables = new WeakMap<FastifyInstance, RouteEntry[]>();
+
+/** Every route registered on the app, core and plugins alike, in registration order (Fastify has no public list). */
+export function routeTable(app: FastifyInstance): readonly RouteEntry[] {
+  return routeTables.get(app) ?? [];
+}
+
+/** A route's auth: its config says, default 'user'. The docs page and its assets are public like the web app's; the document itself is not. */
+function effectiveAuth(url: string, configured: RouteAuth | undefined): RouteAuth {
+  if (url.startsWith(DOCS) && !url.startsWith(`${DOCS}/json`) && !url.startsWith(`${DOCS}/yaml`)) return 'public';
+  return configured ?? 'user';
+}
 
 /**
  * Bodies are validated strictly (a number is not a string), while query strings,
@@ -37,15 +52,30 @@ export async function createHttp(options: {
     routerOptions: { ignoreTrailingSlash: true },
   } as any) as unknown as FastifyInstance;
 
+  // Registered before any route, so it also sees the routes of every plugin scope.
+  const routes: RouteEntry[] = [];
+  routeTables.set(app, routes);
+  // Each route gets its own auth check, resolved once here rather than on every request.
+  app.addHook('onRoute', (route) => {
+    const mode = effectiveAuth(route.url, (route.config as { auth?: RouteAuth } | undefined)?.auth);
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, auth: mode });
+    if (mode === 'public') return;
+    const check = async (request: FastifyRequest) => auth.authenticate(request, mode);
+    route.onRequest = [check, ...[route.onRequest ?? []].flat()] as typeof route.onRequest;
+  });
+
   app.setValidatorCompiler(validators());
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `Not found: ${request.method} ${redactUrl(request.url).split('?')[0]}` });
   });
 
-  // One log line per request, written when it ends; never the token.
+  // One log line per request, written when it ends; never the token. Successful requests log
+  // at debug (players fetch a segment every few seconds), failures and slow ones at info.
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({
+    const level = reply.statusCode >= 400 || reply.elapsedTime > 1000 ? 'info' : 'debug';
+    if (!(request.log as unknown as Logger).isLevelEnabled(level)) return;
+    request.log[level]({
       method: request.method, url: redactUrl(request.url), status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10, user: (request.user as any)?.id,
     }, 'request');
@@ -59,15 +89,6 @@ export async function createHttp(options: {
   });
   auth.attachJwt(app.jwt);
 
-  app.addHook('onRequest', async (request) => {
-    const cfg = request.routeOptions.config;
-    if (request.routeOptions.url === undefined) return; // 404 handler
-    let mode = cfg.auth ?? 'user';
-    const url = request.routeOptions.url;
-    // The docs page and its static assets are public like the web app's; the document itself is not.
-    if (url.startsWith(DOCS) && !url.startsWith(`${DOCS}/json`) && !url.startsWith(`${DOCS}/yaml`)) mode = 'public';
-    await auth.authenticate(request, mode);
-  });
 
   await app.register(fastifyMultipart, {
     limits: { fileSize: config.server.avatarMaxBytes, files: 1, fields: 10, parts: 12 },
