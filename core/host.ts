@@ -24,6 +24,7 @@ import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
 import { resolveBinaries } from './ffmpeg/resolve.js';
 import { JobManagerImpl } from './jobs/job-manager.js';
 import { SchedulerImpl } from './jobs/scheduler.js';
+import { jobRoutes } from './jobs/routes.js';
 import { EventBusImpl } from './events.js';
 import { VERSION } from './version.js';
 
@@ -123,12 +124,13 @@ export class Host {
 
     this.app = await createHttp({ config, logger: this.logger, auth: this.auth, secret, version: VERSION });
     await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
+    await jobRoutes(this.app, { jobs: this.jobs, auth: this.auth });
 
     const runtimes = this.plugins.map((loaded) => this.registerPlugin(loaded));
     const root = globalContainer.createChildContainer();
     const host = this;
     const hostInfo: HostInfo = {
-      version: VERSION, dataDir, dashOnly: config.clients.dashOnly,
+      version: VERSION, dataDir, configDir: config.baseDir, dashOnly: config.clients.dashOnly,
       get publicUrl() { return host.publicUrl; },
     };
     const shared: Record<string, unknown> = {

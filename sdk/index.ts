@@ -8,6 +8,9 @@ export { coreServices, createServiceRef, createExtensionPoint } from './refs.js'
 export type { ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
 export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
+export { insertRows } from './db.js';
+export { openSource, readSource, redact as redactUrl } from './source.js';
+export type { OpenedSource, SourceOptions } from './source.js';
 export * from './services.js';
 export * from './livetv.js';
 export { Type } from '@sinclair/typebox';

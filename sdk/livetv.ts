@@ -19,6 +19,8 @@ export interface TunerChannel {
   groups?: string[];
   /** Anything else worth keeping (radio, tvg-country, catchup…). */
   extra?: Record<string, string>;
+  /** The tuner's own data for opening the stream later (URL, headers…), stored with the channel and handed back to openStream. */
+  data?: Record<string, unknown>;
 }
 
 /** What ffmpeg reads for a channel: its input arguments, ending with `-i <input>`. */

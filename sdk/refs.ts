@@ -41,6 +41,8 @@ export type PluginConfig = Record<string, unknown>;
 export interface HostInfo {
   version: string;
   dataDir: string;
+  /** The config file's directory: plugins resolve relative paths in their config against it. */
+  configDir: string;
   /** Device-OS values that only play DASH (PRODUCT.md §1 `clients.dashOnly`). */
   dashOnly: { exact: string[]; prefix: string[] };
   /** The base URL the server announces (for logs and CLI output). */

@@ -1,0 +1,171 @@
+import type { Database, Logger, TunerChannel } from 'antenna/sdk';
+import { insertRows } from 'antenna/sdk';
+import { fold, numberSortKey } from './text.js';
+
+export interface Channel {
+  id: number;
+  tunerId: string;
+  key: string;
+  name: string;
+  /** The number shown: the tuner's, else the one we assigned. */
+  number: string;
+  tvgId: string | null;
+  tvgName: string | null;
+  logo: string | null;
+  groups: string[];
+  extra: Record<string, string>;
+  data: Record<string, unknown>;
+  /** Folded name and number, for search. */
+  search: string;
+}
+
+export interface ChannelSnapshot {
+  version: number;
+  /** Present channels of registered tuners, in number order. */
+  channels: Channel[];
+  byId: Map<number, Channel>;
+}
+
+export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
+
+const parse = <T>(text: string | null, fallback: T): T => {
+  if (!text) return fallback;
+  try { return JSON.parse(text) as T; } catch { return fallback; }
+};
+
+/**
+ * Channels in the database, with an in-memory snapshot that is rebuilt when the
+ * shared version number changes (an import in this process or in the CLI).
+ */
+export class ChannelStore {
+  private snapshot?: ChannelSnapshot;
+  private loading?: Promise<ChannelSnapshot>;
+
+  constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
+
+  async version(): Promise<number> {
+    const row = await this.knex('livetv_state').where({ key: 'version' }).first('value');
+    return Number(row?.value ?? 0);
+  }
+
+  async bumpVersion(trx: Database = this.knex): Promise<void> {
+    await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
+  }
+
+  /** The last snapshot loaded, without asking the database (for answers that must not do I/O). */
+  peek(): ChannelSnapshot | undefined {
+    return this.snapshot;
+  }
+
+  /** The current channels; one small query per call to notice imports made elsewhere. */
+  async current(): Promise<ChannelSnapshot> {
+    const version = await this.version();
+    if (this.snapshot?.version === version) return this.snapshot;
+    if (!this.loading) {
+      this.loading = this.load(version).finally(() => { this.loading = undefined; });
+    }
+    return this.loading;
+  }
+
+  private async load(version: number): Promise<ChannelSnapshot> {
+    const tuners = this.tunerIds();
+    const rows = await this.knex('livetv_channels').where({ present: true }).orderBy([{ column: 'tuner_id' }, { column: 'position' }]);
+    const channels: Channel[] = [];
+    for (const r of rows) {
+      if (!tuners.has(r.tuner_id)) continue;
+      const number = r.number ?? r.assigned_number ?? '';
+      channels.push({
+        id: r.id, tunerId: r.tuner_id, key: r.key, name: r.name, number, tvgId: r.tvg_id, tvgName: r.tvg_name, logo: r.logo,
+        groups: parse<string[]>(r.groups, []), extra: parse(r.extra, {}), data: parse(r.data, {}),
+        search: fold(`${r.name} ${number}`),
+      });
+    }
+    channels.sort((a, b) => numberSortKey(a.number) - numberSortKey(b.number) || a.number.localeCompare(b.number) || a.name.localeCompare(b.name) || a.id - b.id);
+    this.snapshot = { version, channels, byId: new Map(channels.map((c) => [c.id, c])) };
+    return this.snapshot;
+  }
+
+  /**
+   * Makes the tuner's channels exactly `incoming`: known keys keep their ids,
+   * new keys get new ids, keys no longer listed are hidden (not deleted, so a
+   * channel that comes back keeps its id, favorites and recordings).
+   */
+  async replaceTunerChannels(tunerId: string, incoming: TunerChannel[]): Promise<ImportCounts> {
+    const stamp = this.now();
+    const unique = new Map<string, TunerChannel>();
+    for (const c of incoming) if (!unique.has(c.key)) unique.set(c.key, c);
+    const duplicates = incoming.length - unique.size;
+
+    return this.knex.transaction(async (trx) => {
+      const existing = new Map<string, string | null>();
+      for (const r of await trx('livetv_channels').where({ tuner_id: tunerId }).select('key', 'assigned_number')) existing.set(r.key, r.assigned_number);
+      const others = await trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId }).select('number', 'assigned_number');
+      const assigned = assignNumbers([...unique.values()], existing, others);
+
+      let position = 0;
+      const rows = [...unique.values()].map((c) => ({
+        tuner_id: tunerId, key: c.key, name: c.name.slice(0, 512) || c.key.slice(0, 512),
+        number: c.number?.trim() ? c.number.trim().slice(0, 32) : null,
+        assigned_number: assigned.get(c.key) ?? null,
+        tvg_id: c.tvgId?.trim() || null, tvg_name: c.tvgName ?? null, logo: c.logo || null,
+        groups: JSON.stringify(c.groups ?? []), extra: JSON.stringify(c.extra ?? {}), data: JSON.stringify(c.data ?? {}),
+        present: true, position: position++, updated_at: stamp,
+      }));
+      await insertRows(trx, 'livetv_channels', rows, {
+        onConflict: 'ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name, number = excluded.number, ' +
+          'assigned_number = excluded.assigned_number, tvg_id = excluded.tvg_id, tvg_name = excluded.tvg_name, logo = excluded.logo, ' +
+          'groups = excluded.groups, extra = excluded.extra, data = excluded.data, present = excluded.present, ' +
+          'position = excluded.position, updated_at = excluded.updated_at',
+      });
+      const removed = await trx('livetv_channels').where({ tuner_id: tunerId, present: true }).where('updated_at', '<', stamp).update({ present: false });
+      await this.bumpVersion(trx);
+      const added = [...unique.keys()].filter((k) => !existing.has(k)).length;
+      return { channels: unique.size, added, removed: Number(removed), duplicates };
+    });
+  }
+}
+
+/**
+ * Numbers for channels the playlist leaves unnumbered: a channel keeps the
+ * number it was assigned before when that is still free, others get the next
+ * free integers above every number in use, so none collides with a given one.
+ */
+function assignNumbers(
+  channels: TunerChannel[],
+  previous: Map<string, string | null>,
+  others: { number: string | null; assigned_number: string | null }[],
+): Map<string, string> {
+  const taken = new Set<string>();
+  let max = 0;
+  const use = (n: string | null | undefined) => {
+    if (!n) return;
+    taken.add(n);
+    const v = Number.parseFloat(n);
+    if (Number.isFinite(v)) max = Math.max(max, Math.floor(v));
+  };
+  for (const c of channels) use(c.number?.trim());
+  for (const o of others) use(o.number ?? o.assigned_number);
+  const result = new Map<string, string>();
+  const pending: TunerChannel[] = [];
+  for (const c of channels) {
+    if (c.number?.trim()) continue;
+    const before = previous.get(c.key);
+    if (before && !taken.has(before)) {
+      taken.add(before);
+      result.set(c.key, before);
+    } else {
+      pending.push(c);
+    }
+  }
+  for (const n of taken) {
+    const v = Number.parseFloat(n);
+    if (Number.isFinite(v)) max = Math.max(max, Math.floor(v));
+  }
+  let next = max + 1;
+  for (const c of pending) {
+    while (taken.has(String(next))) next++;
+    result.set(c.key, String(next));
+    taken.add(String(next++));
+  }
+  return result;
+}

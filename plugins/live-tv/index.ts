@@ -1,0 +1,93 @@
+/**
+ * live-tv: channels, categories, the guide and favorites. Owns the `tuners` and
+ * `guides` extension points: tuner plugins (m3u-tuner, test-pattern) add
+ * channels, guide plugins (xmltv-guide) add programmes.
+ */
+import { coreServices, definePlugin, guidesExtensionPoint, tunersExtensionPoint, Type, type Static } from 'antenna/sdk';
+import { migrations } from './migrations.js';
+import { LiveTvRegistry } from './registry.js';
+import { LiveTvService, type RefreshSummary } from './service.js';
+import { Favorites } from './favorites.js';
+import { liveTvRoutes } from './routes.js';
+
+const configSchema = Type.Object({
+  /** At start: import in the background (default), wait for the import before listening, or skip it. */
+  initialImport: Type.Union([Type.Literal('background'), Type.Literal('await'), Type.Literal('skip')], { default: 'background' }),
+}, { additionalProperties: false });
+
+const REFRESH_KIND = 'livetv.refresh';
+
+export default definePlugin({
+  id: 'live-tv',
+  version: '1.0.0',
+  host: '^1',
+  description: 'Live TV channels, program guide and favorites',
+  configSchema,
+  migrations,
+  register(env) {
+    const registry = new LiveTvRegistry();
+    env.registerExtensionPoint(tunersExtensionPoint, registry.tunerPoint);
+    env.registerExtensionPoint(guidesExtensionPoint, registry.guidePoint);
+    let service: LiveTvService | undefined;
+
+    env.registerInit({
+      deps: {
+        config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
+        jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
+        logger: coreServices.logger, clock: coreServices.clock,
+      },
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock }) {
+        const { initialImport } = config as Static<typeof configSchema>;
+        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now()));
+        const favorites = new Favorites(db);
+        await favorites.load();
+        auth.addProfileField('favorites', (user) => {
+          const present = live.channels.peek()?.byId;
+          return [...favorites.of(user.id)].filter((id) => !present || present.has(id)).sort((a, b) => a - b);
+        });
+        liveTvRoutes(http, { auth, service: live, favorites, registry });
+
+        scheduler.handle(REFRESH_KIND, async (task) => {
+          const { type, id } = task.payload as { type: 'tuner' | 'guide'; id: string };
+          const tuner = type === 'tuner' ? registry.tuners.get(id) : undefined;
+          const guide = type === 'guide' ? registry.guides.get(id) : undefined;
+          if (tuner) await live.refreshTuner(tuner);
+          else if (guide) await live.refreshGuide(guide);
+          else await scheduler.cancel(task.id); // the source left the config
+        });
+
+        lifecycle.onStart(async () => {
+          await live.guide.removeUnfinished();
+          // One persisted schedule per source; schedules of sources no longer configured go away.
+          const wanted = new Map<string, { type: 'tuner' | 'guide'; id: string; everyMs: number }>();
+          for (const t of registry.tuners.values()) if (t.refreshMs) wanted.set(`livetv:tuner:${t.id}`, { type: 'tuner', id: t.id, everyMs: t.refreshMs });
+          for (const g of registry.guides.values()) if (g.refreshMs) wanted.set(`livetv:guide:${g.id}`, { type: 'guide', id: g.id, everyMs: g.refreshMs });
+          for (const task of await scheduler.list(REFRESH_KIND)) if (!wanted.has(task.id)) await scheduler.cancel(task.id);
+          for (const [id, w] of wanted) {
+            await scheduler.schedule({ id, kind: REFRESH_KIND, at: clock.now() + w.everyMs, everyMs: w.everyMs, payload: { type: w.type, id: w.id } });
+          }
+          if (initialImport === 'skip') return;
+          const importing = live.refreshAll().then((summary) => logSummary(logger, summary));
+          if (initialImport === 'await') await importing;
+          else importing.catch((err) => logger.error({ err }, 'initial import failed'));
+        });
+      },
+    });
+
+    env.registerCommand({
+      path: ['guide', 'refresh'],
+      description: 'Re-import every tuner playlist and guide source now',
+      async run(_args, io) {
+        const summary = await service!.refreshAll((label, f, m) => io.progress.update(label, f, m));
+        for (const t of summary.tuners) io.out('error' in t ? `tuner ${t.id}: FAILED ${t.error} (previous channels kept)` : `tuner ${t.id}: ${t.channels} channels, ${t.added} new, ${t.removed} gone`);
+        for (const g of summary.guides) io.out('error' in g ? `guide ${g.id}: FAILED ${g.error} (previous guide kept)` : `guide ${g.id}: ${g.programmes} programmes, ${g.channels} channels, ${g.skipped} skipped, ${g.warnings} warnings`);
+        io.out(`${summary.mapped} channels have guide data`);
+        if ([...summary.tuners, ...summary.guides].some((s) => 'error' in s)) throw new Error('some sources failed to import');
+      },
+    });
+  },
+});
+
+function logSummary(logger: { info: (o: object, m: string) => void }, summary: RefreshSummary): void {
+  logger.info({ event: 'initial_import', tuners: summary.tuners.length, guides: summary.guides.length, mapped: summary.mapped }, 'initial import finished');
+}

@@ -1,0 +1,82 @@
+import type { Migration } from 'antenna/sdk';
+
+export const migrations: Migration[] = [
+  {
+    name: '001_channels',
+    async up(knex) {
+      await knex.schema.createTable('livetv_channels', (t) => {
+        t.increments('id').primary();
+        t.string('tuner_id', 191).notNullable();
+        t.string('key', 2048).notNullable();          // stable within the tuner: tvg-id, else stream URL
+        t.string('name', 512).notNullable();
+        t.string('number', 32).nullable();             // as given by the tuner
+        t.string('assigned_number', 32).nullable();    // ours, when the tuner gave none (kept across refreshes)
+        t.string('tvg_id', 255).nullable();
+        t.string('tvg_name', 512).nullable();
+        t.string('logo', 2048).nullable();
+        t.text('groups').notNullable().defaultTo('[]');
+        t.text('extra').notNullable().defaultTo('{}');
+        t.text('data').notNullable().defaultTo('{}');
+        t.boolean('present').notNullable().defaultTo(true); // false once a refresh no longer lists it; the id is kept
+        t.integer('position').notNullable().defaultTo(0);   // order within the tuner's list
+        t.bigInteger('updated_at').notNullable();
+        t.unique(['tuner_id', 'key']);
+      });
+      await knex.schema.createTable('livetv_favorites', (t) => {
+        t.integer('user_id').notNullable().references('users.id').onDelete('CASCADE');
+        t.integer('channel_id').notNullable().references('livetv_channels.id').onDelete('CASCADE');
+        t.primary(['user_id', 'channel_id']);
+      });
+      // Bumped by every import, so every process (server, CLI) knows when its cache is stale.
+      await knex.schema.createTable('livetv_state', (t) => {
+        t.string('key', 64).primary();
+        t.bigInteger('value').notNullable();
+      });
+      await knex('livetv_state').insert({ key: 'version', value: 1 });
+    },
+  },
+  {
+    name: '002_guide',
+    async up(knex) {
+      // One row per guide source; `generation` names the rows that are current. An import writes
+      // a new generation next to the old one and switches over in one small transaction.
+      await knex.schema.createTable('livetv_guide_sources', (t) => {
+        t.string('id', 191).primary();
+        t.integer('generation').notNullable().defaultTo(0);
+        t.bigInteger('updated_at').nullable();
+        t.text('stats').nullable();
+      });
+      await knex.schema.createTable('livetv_guide_channels', (t) => {
+        t.string('source_id', 191).notNullable();
+        t.integer('generation').notNullable();
+        t.string('guide_id', 255).notNullable();
+        t.text('names').notNullable();
+        t.string('icon', 2048).nullable();
+        t.index(['source_id', 'generation']);
+      });
+      await knex.schema.createTable('livetv_programs', (t) => {
+        t.bigInteger('id').notNullable();              // stable: derived from source, guide channel and start
+        t.string('source_id', 191).notNullable();
+        t.integer('generation').notNullable();
+        t.string('guide_id', 255).notNullable();
+        t.bigInteger('start').notNullable();
+        t.bigInteger('stop').notNullable();
+        t.text('title').notNullable();
+        t.text('sub_title').nullable();
+        t.text('description').nullable();
+        t.text('categories').nullable();
+        t.string('episode_num', 255).nullable();
+        t.string('icon', 2048).nullable();
+        t.index(['source_id', 'generation', 'guide_id', 'start'], 'livetv_programs_lookup');
+        t.index(['id'], 'livetv_programs_id');
+      });
+      // Which guide channel feeds which playlist channel; recomputed after every import.
+      await knex.schema.createTable('livetv_channel_guide', (t) => {
+        t.integer('channel_id').notNullable().references('livetv_channels.id').onDelete('CASCADE');
+        t.string('source_id', 191).notNullable();
+        t.string('guide_id', 255).notNullable();
+        t.primary(['channel_id', 'source_id', 'guide_id']);
+      });
+    },
+  },
+];

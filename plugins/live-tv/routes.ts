@@ -1,0 +1,168 @@
+import type { AuthService, HttpScope } from 'antenna/sdk';
+import { errors, Type } from 'antenna/sdk';
+import type { Channel } from './channel-store.js';
+import type { Favorites } from './favorites.js';
+import type { LiveTvRegistry } from './registry.js';
+import type { LiveTvService } from './service.js';
+import { fold } from './text.js';
+
+const ErrorBody = Type.Object({ error: Type.String() });
+
+const ChannelSchema = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  tvg_chno: Type.String({ description: 'Channel number; assigned when the playlist has none' }),
+  favorited: Type.Boolean(),
+  logo: Type.Union([Type.String(), Type.Null()]),
+  category: Type.Union([Type.String(), Type.Null()], { description: 'The first group of the channel' }),
+  tvg_id: Type.Union([Type.String(), Type.Null()]),
+  source: Type.String({ description: 'Name of the tuner (playlist) the channel comes from' }),
+});
+
+const ProgramSchema = Type.Object({
+  id: Type.Integer({ description: 'Stable across guide refreshes while the start time stays' }),
+  title: Type.String(),
+  start: Type.String({ format: 'date-time' }),
+  stop: Type.String({ format: 'date-time' }),
+  sub_title: Type.Optional(Type.String()),
+  description: Type.Optional(Type.String()),
+  categories: Type.Optional(Type.Array(Type.String())),
+  episode_num: Type.Optional(Type.String()),
+  icon: Type.Optional(Type.String()),
+});
+
+const FavoriteBody = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) }, { additionalProperties: false });
+const FavoritesReply = Type.Object({ favorites: Type.Array(Type.Integer()) });
+
+const MAX_PAGE = 100_000;
+
+export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service: LiveTvService; favorites: Favorites; registry: LiveTvRegistry }): void {
+  const { auth, service, favorites, registry } = deps;
+  const tunerName = (id: string) => registry.tuners.get(id)?.name ?? id;
+  const view = (c: Channel, favs: ReadonlySet<number>) => ({
+    id: c.id, name: c.name, tvg_chno: c.number, favorited: favs.has(c.id), logo: c.logo,
+    category: c.groups[0] ?? null, tvg_id: c.tvgId, source: tunerName(c.tunerId),
+  });
+  const inCategory = (category: string | undefined) => {
+    if (category === undefined) return () => true;
+    const wanted = fold(category);
+    return (c: Channel) => c.groups.some((g) => fold(g) === wanted);
+  };
+
+  http.get('/channels', {
+    schema: {
+      summary: 'Channels, in channel-number order', tags: ['live-tv'],
+      querystring: Type.Object({ category: Type.Optional(Type.String({ maxLength: 256 })) }),
+      response: { 200: Type.Object({ channels: Type.Array(ChannelSchema) }), 400: ErrorBody, 401: ErrorBody },
+    },
+  }, async (request) => {
+    const user = auth.requireUser(request);
+    const { category } = request.query as { category?: string };
+    const favs = favorites.of(user.id);
+    const { channels } = await service.channels.current();
+    return { channels: channels.filter(inCategory(category)).map((c) => view(c, favs)) };
+  });
+
+  http.get('/channels/search', {
+    schema: {
+      summary: 'Channels whose name or number contains q (case- and accent-insensitive)', tags: ['live-tv'],
+      querystring: Type.Object({ q: Type.String({ maxLength: 256 }) }, { required: ['q'] }),
+      response: { 200: Type.Object({ channels: Type.Array(ChannelSchema) }), 400: ErrorBody, 401: ErrorBody },
+    },
+  }, async (request) => {
+    const user = auth.requireUser(request);
+    const q = fold((request.query as { q: string }).q);
+    if (!q) throw errors.badRequest('q must not be empty');
+    const favs = favorites.of(user.id);
+    const { channels } = await service.channels.current();
+    return { channels: channels.filter((c) => c.search.includes(q)).map((c) => view(c, favs)) };
+  });
+
+  http.get('/channel/categories', {
+    schema: {
+      summary: 'Channel categories with how many channels each holds', tags: ['live-tv'],
+      response: { 200: Type.Object({ categories: Type.Array(Type.Object({ name: Type.String(), channel_count: Type.Integer() })) }), 401: ErrorBody },
+    },
+  }, async (request) => {
+    auth.requireUser(request);
+    const counts = new Map<string, number>();
+    for (const c of (await service.channels.current()).channels) for (const g of new Set(c.groups)) counts.set(g, (counts.get(g) ?? 0) + 1);
+    return { categories: [...counts].sort((a, b) => a[0].localeCompare(b[0])).map(([name, channel_count]) => ({ name, channel_count })) };
+  });
+
+  http.get('/programs', {
+    schema: {
+      summary: 'The guide: a page of channels (in number order) with their programmes', tags: ['live-tv'],
+      description: 'limit -1 (default) returns every channel. Every channel is listed; one without guide data has an empty programs array. from/to (ISO 8601) keep the programmes overlapping that window. Times are UTC with Z.',
+      querystring: Type.Object({
+        limit: Type.Integer({ default: -1, minimum: -1, maximum: MAX_PAGE }),
+        offset: Type.Integer({ default: 0, minimum: 0, maximum: 2 ** 31 - 1 }),
+        category: Type.Optional(Type.String({ maxLength: 256 })),
+        from: Type.Optional(Type.String({ format: 'date-time' })),
+        to: Type.Optional(Type.String({ format: 'date-time' })),
+      }),
+      response: {
+        200: Type.Object({
+          total_channels: Type.Integer(), offset: Type.Integer(),
+          channels: Type.Array(Type.Object({ id: Type.Integer(), name: Type.String(), tvg_chno: Type.String(), logo: Type.Union([Type.String(), Type.Null()]), programs: Type.Array(ProgramSchema) })),
+        }),
+        400: ErrorBody, 401: ErrorBody,
+      },
+    },
+  }, async (request) => {
+    auth.requireUser(request);
+    const q = request.query as { limit: number; offset: number; category?: string; from?: string; to?: string };
+    if (q.limit === 0) throw errors.badRequest('limit must be -1 (all) or a positive integer');
+    const from = q.from === undefined ? undefined : Date.parse(q.from);
+    const to = q.to === undefined ? undefined : Date.parse(q.to);
+    if (from !== undefined && to !== undefined && to <= from) throw errors.badRequest('to must be after from');
+    const { channels } = await service.channels.current();
+    const matching = q.category === undefined ? channels : channels.filter(inCategory(q.category));
+    const page = q.limit === -1 ? matching.slice(q.offset) : matching.slice(q.offset, q.offset + q.limit);
+    const programs = page.length ? await service.guide.programsFor(page.length === channels.length ? 'all' : page.map((c) => c.id), from, to) : new Map();
+    return {
+      total_channels: matching.length,
+      offset: q.offset,
+      channels: page.map((c) => ({ id: c.id, name: c.name, tvg_chno: c.number, logo: c.logo, programs: programs.get(c.id) ?? [] })),
+    };
+  });
+
+  const favoriteRoute = (method: 'POST' | 'DELETE') => http.route({
+    method, url: '/me/favorite',
+    schema: {
+      summary: method === 'POST' ? 'Add a channel to the favorites (idempotent)' : 'Remove a channel from the favorites (idempotent)', tags: ['live-tv'],
+      body: FavoriteBody,
+      response: { 200: FavoritesReply, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+    },
+    handler: async (request) => {
+      const user = auth.requireUser(request);
+      const { channel_id } = request.body as { channel_id: number };
+      const snapshot = await service.channels.current();
+      if (method === 'POST') {
+        if (!snapshot.byId.has(channel_id)) throw errors.notFound(`No channel ${channel_id}`);
+        await favorites.add(user.id, channel_id);
+      } else {
+        if (!snapshot.byId.has(channel_id) && !favorites.of(user.id).has(channel_id)) throw errors.notFound(`No channel ${channel_id}`);
+        await favorites.remove(user.id, channel_id);
+      }
+      return { favorites: [...favorites.of(user.id)].filter((id) => snapshot.byId.has(id)).sort((a, b) => a - b) };
+    },
+  });
+  favoriteRoute('POST');
+  favoriteRoute('DELETE');
+
+  http.get('/api/livetv/sources', {
+    schema: {
+      summary: 'Tuners and guide sources with their last import (admin)', tags: ['live-tv'],
+      response: { 401: ErrorBody, 403: ErrorBody },
+    },
+  }, async (request) => {
+    auth.requireAdmin(request);
+    const { channels } = await service.channels.current();
+    const guideRows = await service.guide.sources();
+    return {
+      tuners: [...registry.tuners.values()].map((t) => ({ id: t.id, name: t.name, maxStreams: t.maxStreams, channels: channels.filter((c) => c.tunerId === t.id).length })),
+      guides: [...registry.guides.values()].map((g) => ({ id: g.id, name: g.name, ...(guideRows.get(g.id) ?? { last_import: null }) })),
+    };
+  });
+}

@@ -1,0 +1,101 @@
+import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner } from 'antenna/sdk';
+import { ChannelStore, type ImportCounts } from './channel-store.js';
+import { GuideStore } from './guide-store.js';
+import type { LiveTvRegistry } from './registry.js';
+
+export type Progress = (label: string, fraction: number, message?: string) => void;
+
+export interface RefreshSummary {
+  tuners: ({ id: string } & (ImportCounts | { error: string }))[];
+  guides: ({ id: string } & (GuideLoadResult | { error: string }))[];
+  mapped: number;
+}
+
+/**
+ * Imports run as jobs (`livetv:tuner:<id>`, `livetv:guide:<id>`), so a refresh
+ * asked for twice runs once, shows progress in GET /api/jobs and stops at shutdown.
+ */
+export class LiveTvService {
+  readonly channels: ChannelStore;
+  readonly guide: GuideStore;
+
+  constructor(knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number) {
+    this.channels = new ChannelStore(knex, log, () => new Set(registry.tuners.keys()), now);
+    this.guide = new GuideStore(knex, log);
+  }
+
+  async refreshTuner(tuner: Tuner, progress?: Progress): Promise<ImportCounts> {
+    const job = this.jobs.ensure<{ result?: ImportCounts }>(`livetv:tuner:${tuner.id}`, () => ({
+      kind: 'livetv-import',
+      data: {},
+      run: async (ctx) => {
+        const report = (f: number, m?: string) => { ctx.progress(f, m); progress?.(tuner.name, f, m); };
+        report(0, 'reading playlist');
+        const list = await tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
+        ctx.signal.throwIfAborted();
+        report(0.8, `storing ${list.length} channels`);
+        const counts = await this.channels.replaceTunerChannels(tuner.id, list);
+        await this.remap();
+        ctx.data.result = counts;
+        report(1, `${counts.channels} channels (${counts.added} new, ${counts.removed} gone, ${counts.duplicates} duplicates skipped)`);
+        this.log.info({ event: 'tuner_import', tuner: tuner.id, ...counts }, 'channels imported');
+      },
+    }));
+    return this.outcome(job, `tuner ${tuner.name}`);
+  }
+
+  async refreshGuide(source: GuideSource, progress?: Progress): Promise<GuideLoadResult> {
+    const job = this.jobs.ensure<{ result?: GuideLoadResult }>(`livetv:guide:${source.id}`, () => ({
+      kind: 'livetv-import',
+      data: {},
+      run: async (ctx) => {
+        const report = (f: number, m?: string) => { ctx.progress(f, m); progress?.(source.name, f, m); };
+        report(0, 'reading guide');
+        const result = await this.guide.import(source, ctx.signal, (f, m) => report(f * 0.95, m));
+        const mapped = await this.remap();
+        ctx.data.result = result;
+        report(1, `${result.programmes} programmes on ${result.channels} guide channels, ${mapped} channels with guide data, ${result.skipped} skipped, ${result.warnings} warnings`);
+        this.log.info({ event: 'guide_import', source: source.id, ...result, mapped }, 'guide imported');
+      },
+    }));
+    return this.outcome(job, `guide ${source.name}`);
+  }
+
+  private async outcome<T>(job: { done: Promise<string>; data: { result?: T }; error?: string }, what: string): Promise<T> {
+    const state = await job.done;
+    if (state !== 'completed' || !job.data.result) {
+      const error = (job as { error?: string }).error ?? state;
+      this.log.warn({ event: 'import_failed', what, error }, 'import failed; previous data kept');
+      throw new Error(`${what}: ${error}`);
+    }
+    return job.data.result;
+  }
+
+  /** Every tuner, then every guide source; one failure never stops the others. */
+  async refreshAll(progress?: Progress): Promise<RefreshSummary> {
+    const summary: RefreshSummary = { tuners: [], guides: [], mapped: 0 };
+    for (const tuner of this.registry.tuners.values()) {
+      try {
+        summary.tuners.push({ id: tuner.id, ...(await this.refreshTuner(tuner, progress)) });
+      } catch (err) {
+        summary.tuners.push({ id: tuner.id, error: (err as Error).message });
+      }
+    }
+    for (const source of this.registry.guides.values()) {
+      try {
+        summary.guides.push({ id: source.id, ...(await this.refreshGuide(source, progress)) });
+      } catch (err) {
+        summary.guides.push({ id: source.id, error: (err as Error).message });
+      }
+    }
+    summary.mapped = await this.remap();
+    return summary;
+  }
+
+  async remap(): Promise<number> {
+    const snapshot = await this.channels.current();
+    const mapped = await this.guide.remap(snapshot.channels, [...this.registry.guides.keys()]);
+    await this.channels.bumpVersion();
+    return mapped;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * m3u-tuner: IPTV playlists (files or http(s) URLs, gzip too) as a live-tv tuner.
+ *
+ *   m3u-tuner: { sources: [ { name: IPTV, url: ./tv.m3u, maxStreams: 2, refresh: 12h } ] }
+ */
+import { pathToFileURL } from 'node:url';
+import {
+  coreServices, definePlugin, Duration, errors, parseDuration, readSource, tunersExtensionPoint, Type,
+  type StreamSource, type Static, type Tuner,
+} from 'antenna/sdk';
+import { parseM3u } from './m3u-parser.js';
+import { toTunerChannels } from './channels.js';
+
+const SourceSchema = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown to users; unique among sources' }),
+  url: Type.String({ minLength: 1, description: 'A path (relative to the config file), a file:// or an http(s) URL' }),
+  maxStreams: Type.Integer({ minimum: 1, maximum: 1000, default: 1, description: 'Simultaneous upstream connections the provider allows' }),
+  refresh: Duration({ default: '12h' }),
+  userAgent: Type.Optional(Type.String({ minLength: 1, description: 'Sent when fetching the playlist and streams that set none' })),
+}, { additionalProperties: false });
+
+const configSchema = Type.Object({
+  sources: Type.Array(SourceSchema, { default: [] }),
+}, { additionalProperties: false });
+
+type Source = Static<typeof SourceSchema>;
+
+// Schemes ffmpeg may open for a playlist entry; everything else (plugin://, web pages, pipe://) is refused.
+const STREAM_SCHEMES = /^(https?|rtmps?|rtsp|rtp|udp|srt):\/\//i;
+
+export function streamInput(url: string, headers: Record<string, string>, fallbackUserAgent: string): StreamSource {
+  if (!STREAM_SCHEMES.test(url)) throw errors.badGateway(`this channel's stream URL cannot be played (unsupported scheme)`);
+  const args: string[] = [];
+  if (/^https?:/i.test(url)) {
+    const { 'user-agent': ua, ...rest } = headers;
+    args.push('-user_agent', ua ?? fallbackUserAgent);
+    const extra = Object.entries(rest).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    if (extra) args.push('-headers', extra);
+    args.push('-reconnect', '1', '-reconnect_streamed', '1', '-reconnect_delay_max', '5');
+  }
+  args.push('-i', url);
+  return { inputArgs: args };
+}
+
+function tunerFor(source: Source, configDir: string, version: string): Tuner {
+  const userAgent = source.userAgent ?? `Antenna/${version}`;
+  return {
+    id: `m3u:${source.name.replace(/[^\w.:@-]/g, '_')}`,
+    name: source.name,
+    maxStreams: source.maxStreams,
+    refreshMs: parseDuration(source.refresh),
+    async listChannels({ signal, progress }) {
+      progress?.(0, `fetching ${source.name}`);
+      const { data, url } = await readSource(source.url, { signal, baseDir: configDir, userAgent });
+      progress?.(0.5, 'parsing');
+      const playlist = parseM3u(data, { baseUrl: url.startsWith('file://') ? pathToFileURL(url.slice(7)).href : url });
+      if (!playlist.entries.length && !/^\s*(\ufeff)?#EXTM3U/i.test(data.subarray(0, 64).toString('utf8'))) {
+        throw errors.badGateway(`${source.name} is not an M3U playlist`);
+      }
+      const { channels } = toTunerChannels(playlist.entries);
+      progress?.(1, `${channels.length} channels, ${playlist.skipped} entries skipped`);
+      return channels;
+    },
+    async openStream({ channel }) {
+      const data = channel.data as { url?: string; headers?: Record<string, string> } | undefined;
+      if (!data?.url) throw errors.badGateway(`channel ${channel.name} has no stream URL`);
+      return streamInput(data.url, data.headers ?? {}, userAgent);
+    },
+  };
+}
+
+export default definePlugin({
+  id: 'm3u-tuner',
+  version: '1.0.0',
+  host: '^1',
+  description: 'IPTV M3U playlists as live TV channels',
+  configSchema,
+  dependsOn: ['live-tv'],
+  register(env) {
+    env.registerInit({
+      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host },
+      async init({ config, tuners, host }) {
+        const { sources } = config as Static<typeof configSchema>;
+        const names = new Set<string>();
+        for (const source of sources) {
+          if (names.has(source.name)) throw new Error(`two sources are named ${source.name}; names must be unique`);
+          names.add(source.name);
+          tuners.addTuner(tunerFor(source, host.configDir, host.version));
+        }
+      },
+    });
+  },
+});

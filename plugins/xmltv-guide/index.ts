@@ -1,0 +1,64 @@
+/**
+ * xmltv-guide: XMLTV guides (files or http(s) URLs, .xml.gz too) as a live-tv guide source,
+ * parsed as a stream so a 300 MB guide never sits in memory.
+ *
+ *   xmltv-guide: { sources: [ { url: ./guide.xml.gz, refresh: 6h } ], maxAge: 24h, preferredLanguage: en }
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import {
+  coreServices, definePlugin, Duration, guidesExtensionPoint, openSource, parseDuration, Type,
+  type GuideSource, type Static,
+} from 'antenna/sdk';
+import { parseXmltv } from './xmltv-parser.js';
+
+const SourceSchema = Type.Object({
+  url: Type.String({ minLength: 1, description: 'A path (relative to the config file), a file:// or an http(s) URL' }),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  refresh: Duration({ default: '6h' }),
+  preferredLanguage: Type.Optional(Type.String({ minLength: 1, maxLength: 35 })),
+}, { additionalProperties: false });
+
+const configSchema = Type.Object({
+  sources: Type.Array(SourceSchema, { default: [] }),
+  /** Titles in this language when the guide has several. */
+  preferredLanguage: Type.Optional(Type.String({ minLength: 1, maxLength: 35 })),
+  /** Programmes that ended longer ago than this are not stored. */
+  maxAge: Duration({ default: '24h' }),
+}, { additionalProperties: false });
+
+type Config = Static<typeof configSchema>;
+
+function guideFor(source: Static<typeof SourceSchema>, config: Config, configDir: string, clock: { now(): number }): GuideSource {
+  const name = source.name ?? path.basename(source.url.split('?')[0]) ?? source.url;
+  return {
+    id: `xmltv:${source.name ? source.name.replace(/[^\w.:@-]/g, '_') : createHash('sha1').update(source.url).digest('hex').slice(0, 12)}`,
+    name,
+    refreshMs: parseDuration(source.refresh),
+    async load({ signal, sink }) {
+      const opened = await openSource(source.url, { signal, baseDir: configDir });
+      return parseXmltv(opened.stream, sink, {
+        signal, totalBytes: opened.size, now: clock.now(), maxAgeMs: parseDuration(config.maxAge),
+        preferredLanguage: source.preferredLanguage ?? config.preferredLanguage,
+      });
+    },
+  };
+}
+
+export default definePlugin({
+  id: 'xmltv-guide',
+  version: '1.0.0',
+  host: '^1',
+  description: 'XMLTV program guides',
+  configSchema,
+  dependsOn: ['live-tv'],
+  register(env) {
+    env.registerInit({
+      deps: { config: coreServices.config, guides: guidesExtensionPoint, host: coreServices.host, clock: coreServices.clock },
+      async init({ config, guides, host, clock }) {
+        const cfg = config as Config;
+        for (const source of cfg.sources) guides.addGuideSource(guideFor(source, cfg, host.configDir, clock));
+      },
+    });
+  },
+});
