@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 /**
  * The config used when no file is given (PRODUCT.md §1): data in ./data, SQLite,
  * and the plugins that make a newcomer's first start useful. Later features
@@ -7,6 +9,10 @@ export function demoConfig(): Record<string, unknown> {
   return {
     server: { host: '0.0.0.0', port: 8096, dataDir: './data' },
     database: { client: 'sqlite3' },
-    plugins: {},
+    plugins: {
+      'live-tv': {},
+      // Resolved against the repository, wherever the server is started from.
+      [path.resolve(__dirname, '../../../examples/tuner-test-pattern')]: { channels: 3 },
+    },
   };
 }

@@ -90,7 +90,7 @@ function resolveOne(
     const value = configured as string;
     const abs = path.resolve(value);
     if (!isExecutableFile(abs)) {
-      throw new Error(`${configKey} is set to ${JSON.stringify(value)}, but that is not an executable file; fix it or set ${configKey} to 'auto'`);
+      throw new Error(`ffmpeg.${configKey} is set to ${JSON.stringify(value)}, but that is not an executable file; fix it or set ffmpeg.${configKey} to 'auto'`);
     }
     return { path: abs, source: 'config' };
   }
@@ -99,9 +99,9 @@ function resolveOne(
   const fromNpm = opts.loadNpm(NPM_PACKAGES[name]);
   if (fromNpm && isExecutableFile(fromNpm)) return { path: fromNpm, source: 'npm' };
   throw new Error(
-    `${name} not found: ${configKey} is 'auto', there is no executable '${name}' on PATH, ` +
+    `${name} not found: ffmpeg.${configKey} is 'auto', there is no executable '${name}' on PATH, ` +
       `and the npm package ${NPM_PACKAGES[name]} is not installed for this platform. ` +
-      `Install ${name}, or set ${configKey} to its absolute path.`,
+      `Install ${name}, or set ffmpeg.${configKey} to its absolute path.`,
   );
 }
 
