@@ -57,18 +57,26 @@ async function askPassword(prompt: string): Promise<string> {
 }
 
 async function serve(config: AntennaConfig): Promise<void> {
-  const host = await Host.create({ config, mode: 'server' });
-  await host.listen();
+  // Handlers go in before start-up: a signal while plugins start (and may already run ffmpeg)
+  // must still shut down cleanly instead of killing the process and orphaning children.
+  let host: Host | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    if (!host) return; // still starting: closed as soon as start-up ends
     host.logger.info({ event: 'shutdown', signal }, 'shutting down');
     await host.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  host = await Host.create({ config, mode: 'server' });
+  if (stopping) {
+    await host.close();
+    process.exit(0);
+  }
+  await host.listen();
 }
 
 async function userCommand(config: AntennaConfig, args: string[]): Promise<void> {
