@@ -14,5 +14,7 @@ export type { OpenedSource, SourceOptions } from './source.js';
 export * from './services.js';
 export * from './livetv.js';
 export { Type } from '@sinclair/typebox';
+/** tsyringe's decorators, re-exported so a plugin and the host share one copy. */
+export { inject, injectable } from 'tsyringe';
 export type { Static, TSchema } from '@sinclair/typebox';
 export type { RouteAuth } from './http.js';

@@ -8,7 +8,9 @@
  * It adds GET /hello (authenticated, counts each user's visits in its own
  * table) and `antenna hello stats`.
  */
-import { coreServices, definePlugin, Type, type Database, type Static } from 'antenna/sdk';
+import 'reflect-metadata';
+import { coreServices, definePlugin, Type, type Static } from 'antenna/sdk';
+import { Visits } from './visits.js';
 
 const configSchema = Type.Object({
   greeting: Type.String({ default: 'Hello', minLength: 1, maxLength: 100 }),
@@ -25,7 +27,7 @@ export default definePlugin({
       name: '001_visits',
       async up(knex) {
         await knex.schema.createTable('hello_visits', (t) => {
-          t.integer('user_id').primary();
+          t.integer('user_id').primary().references('users.id').onDelete('CASCADE');
           t.integer('count').notNullable();
         });
       },
@@ -33,16 +35,13 @@ export default definePlugin({
   ],
   register(env) {
     // Set by init; commands run after every plugin's init, so they can use it.
-    let db: Database | undefined;
+    let visits: Visits | undefined;
 
     env.registerInit({
-      deps: {
-        config: coreServices.config, http: coreServices.http, database: coreServices.database,
-        auth: coreServices.auth, logger: coreServices.logger,
-      },
-      async init({ config, http, database, auth, logger }) {
+      deps: { config: coreServices.config, http: coreServices.http, auth: coreServices.auth, container: coreServices.container },
+      async init({ config, http, auth, container }) {
         const { greeting } = config as Static<typeof configSchema>;
-        db = database;
+        const counter = (visits = container.resolve(Visits));
 
         http.get('/hello', {
           schema: {
@@ -51,10 +50,7 @@ export default definePlugin({
           },
         }, async (request) => {
           const user = auth.requireUser(request);
-          await database('hello_visits').insert({ user_id: user.id, count: 1 }).onConflict('user_id').merge({ count: database.raw('hello_visits.count + 1') });
-          const row = await database('hello_visits').where({ user_id: user.id }).first();
-          logger.debug({ user: user.id }, 'greeted');
-          return { message: `${greeting}, ${user.username}!`, visits: Number(row.count) };
+          return { message: `${greeting}, ${user.username}!`, visits: await counter.visit(user.id) };
         });
       },
     });
@@ -63,7 +59,7 @@ export default definePlugin({
       path: ['hello', 'stats'],
       description: 'How many greetings each user received',
       async run(_args, io) {
-        const rows = await db!('hello_visits').join('users', 'users.id', 'hello_visits.user_id').select('users.username', 'hello_visits.count');
+        const rows = await visits!.all();
         if (!rows.length) io.out('nobody has been greeted yet');
         for (const row of rows) io.out(`${row.username}\t${row.count}`);
       },

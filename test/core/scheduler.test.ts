@@ -1,0 +1,74 @@
+import t from 'tap';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestHost } from '../../sdk/testing.js';
+
+const SDK = path.resolve(__dirname, '../../sdk/index.js');
+
+/** A plugin whose scheduler handler records each run in globalThis.__runs. */
+async function ticker(dir: string): Promise<string> {
+  const p = path.join(dir, 'ticker');
+  await mkdir(p, { recursive: true });
+  await writeFile(path.join(p, 'index.js'), `
+    const sdk = require(${JSON.stringify(SDK)});
+    module.exports = sdk.definePlugin({ id: 'ticker', version: '1.0.0', host: '^1',
+      register(env) {
+        env.registerInit({ deps: { scheduler: sdk.coreServices.scheduler }, async init({ scheduler }) {
+          globalThis.__scheduler = scheduler;
+          scheduler.handle('tick', async (task) => { (globalThis.__runs ??= []).push(task.id + ':' + JSON.stringify(task.payload)); });
+        } });
+      } });`);
+  return p;
+}
+
+async function until(check: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  return check();
+}
+
+t.test('scheduled tasks are persisted and re-armed at start', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
+  const dataDir = path.join(dir, 'data');
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const plugin = await ticker(dir);
+  const g = globalThis as any;
+  g.__runs = [];
+
+  let host = await createTestHost({ dataDir, plugins: { [plugin]: {} } });
+  await g.__scheduler.schedule({ id: 'later', kind: 'tick', at: Date.now() + 1500, payload: { n: 1 } });
+  await g.__scheduler.schedule({ id: 'overdue', kind: 'tick', at: Date.now() + 60_000, payload: { n: 2 } });
+  await g.__scheduler.schedule({ id: 'gone', kind: 'tick', at: Date.now() + 60_000 });
+  t.ok(await g.__scheduler.cancel('gone'), 'cancel reports a removed task');
+  t.same((await g.__scheduler.list('tick')).map((x: any) => x.id).sort(), ['later', 'overdue']);
+  await host.close();
+  t.same(g.__runs, [], 'nothing ran before the restart');
+
+  // While "down", make one task overdue, as if its time passed while the server was off.
+  host = await createTestHost({ dataDir, plugins: { [plugin]: {} } });
+  t.teardown(() => host.close());
+  await host.host.knex('scheduled_tasks').where({ id: 'overdue' }).update({ at: Date.now() - 1000 });
+  await host.close();
+  host = await createTestHost({ dataDir, plugins: { [plugin]: {} } });
+  t.ok(await until(() => g.__runs.includes('overdue:{"n":2}')), 'a task whose time passed while down runs at start');
+  t.ok(await until(() => g.__runs.includes('later:{"n":1}')), 'a future task runs at its time after a restart');
+  t.notOk(g.__runs.some((r: string) => r.startsWith('gone')), 'a cancelled task never runs');
+  for (let i = 0; i < 100 && (await g.__scheduler.list('tick')).length; i++) await new Promise((r) => setTimeout(r, 20));
+  t.same(await g.__scheduler.list('tick'), [], 'one-shot tasks are removed once run');
+});
+
+t.test('repeating tasks are re-armed after each run', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const plugin = await ticker(dir);
+  const g = globalThis as any;
+  g.__runs = [];
+  const host = await createTestHost({ plugins: { [plugin]: {} } });
+  t.teardown(() => host.close());
+  await g.__scheduler.schedule({ id: 'every', kind: 'tick', at: Date.now(), everyMs: 200 });
+  t.ok(await until(() => g.__runs.filter((r: string) => r.startsWith('every')).length >= 3), 'ran at least three times');
+  const [task] = await g.__scheduler.list('tick');
+  t.equal(task.id, 'every', 'still scheduled');
+  t.ok(task.at > Date.now() - 1000, 'next time moved forward');
+});
