@@ -49,8 +49,8 @@ export interface AuthService {
    * It is bound to a scope such as `live:12` and the user, never the user's token.
    */
   signMediaKey(user: AuthUser, scope: string, ttlSeconds?: number): string;
-  /** Adds fields to the `user` object of GET /me (e.g. live-tv adds `favorites`). Must be cheap: no I/O per call. */
-  addProfileField(name: string, compute: (user: AuthUser) => unknown): void;
+  /** Adds a field to the `user` object of GET /me (live-tv adds `favorites`). Called on every /me: keep it cheap (cache, no query per call). */
+  addProfileField(name: string, compute: (user: AuthUser) => unknown | Promise<unknown>): void;
 }
 
 export type JobState = 'running' | 'completed' | 'failed' | 'stopped';

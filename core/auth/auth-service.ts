@@ -26,7 +26,7 @@ export class AuthServiceImpl implements AuthService {
   private readonly tokens = new Map<string, { sid: string; uid: number }>();
   private readonly sessions = new Map<string, CachedSession>();
   private readonly users = new Map<number, CachedUser>();
-  private readonly profileFields: [string, (user: AuthUser) => unknown][] = [];
+  private readonly profileFields: [string, (user: AuthUser) => unknown | Promise<unknown>][] = [];
   private readonly mediaKeySecret: Buffer;
 
   constructor(
@@ -182,17 +182,17 @@ export class AuthServiceImpl implements AuthService {
     return this.userForSession(sid, Number(uid));
   }
 
-  addProfileField(name: string, compute: (user: AuthUser) => unknown): void {
+  addProfileField(name: string, compute: (user: AuthUser) => unknown | Promise<unknown>): void {
     if (this.profileFields.some(([n]) => n === name)) throw new Error(`profile field ${name} is already provided`);
     this.profileFields.push([name, compute]);
   }
 
-  profile(user: AuthUser): Record<string, unknown> {
+  async profile(user: AuthUser): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = {
       id: user.id, username: user.username, active: user.active, admin: user.admin,
       all_libraries_access: user.all_libraries_access, favorites: [],
     };
-    for (const [name, compute] of this.profileFields) out[name] = compute(user);
+    for (const [name, compute] of this.profileFields) out[name] = await compute(user);
     return out;
   }
 }

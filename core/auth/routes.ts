@@ -76,7 +76,7 @@ export async function accountRoutes(app: FastifyInstance, deps: {
 
   app.get('/me', {
     schema: { summary: 'The calling user', tags: ['account'], response: { 200: { type: 'object', properties: { user: UserSchema }, required: ['user'] }, 401: Error, 403: Error } },
-  }, async (request) => ({ user: auth.profile(auth.requireUser(request)) }));
+  }, async (request) => ({ user: await auth.profile(auth.requireUser(request)) }));
 
   app.put('/api/user/me/password', {
     schema: {

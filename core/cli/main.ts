@@ -194,8 +194,10 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (err) {
     process.stderr.write(`antenna: ${(err as Error).message}\n`);
-    if (err instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
-    return err instanceof UsageError ? 2 : 1;
+    // parseArgs rejects unknown or malformed options with ERR_PARSE_ARGS_* codes: a usage error too.
+    const usage = err instanceof UsageError || String((err as NodeJS.ErrnoException).code ?? '').startsWith('ERR_PARSE_ARGS');
+    if (usage) process.stderr.write(`\n${USAGE}\n`);
+    return usage ? 2 : 1;
   }
 }
 

@@ -49,6 +49,7 @@ export function loadConfig(options: LoadOptions = {}): AntennaConfig {
   } else {
     raw = demoConfig();
   }
+  if (raw.plugins === null) raw.plugins = {}; // `plugins:` with nothing under it
   envOverrides(raw, env);
   const config = validateConfig<AntennaConfig>(ConfigSchema, raw, '');
   config.server.dataDir = path.resolve(baseDir, config.server.dataDir);

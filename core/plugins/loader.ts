@@ -19,6 +19,11 @@ export interface LoadedPlugin {
   enabledBy: string;
 }
 
+/** How errors name a plugin's config block: `plugins.m3u-tuner`, or `plugins["./my/plugin"]` for a path. */
+function configKey(spec: string): string {
+  return /^[\w@-]+$/.test(spec) ? `plugins.${spec}` : `plugins[${JSON.stringify(spec)}]`;
+}
+
 /** dist/plugins, where first-party plugins are compiled to. */
 export const FIRST_PARTY_DIR = path.resolve(__dirname, '../../plugins');
 
@@ -93,7 +98,7 @@ export async function loadPlugins(config: AntennaConfig): Promise<LoadedPlugin[]
     const existing = byId.get(def.id);
     if (existing) throw new Error(`plugin id ${def.id} is provided twice: by ${existing.spec} and by ${item.spec}`);
     const pluginConfig = def.configSchema
-      ? validateConfig<Record<string, unknown>>(def.configSchema, item.config, `plugins.${item.spec}`)
+      ? validateConfig<Record<string, unknown>>(def.configSchema, item.config, configKey(item.spec))
       : (item.config as Record<string, unknown>);
     byId.set(def.id, { def, spec: item.spec, source: located.source, location: located.file, config: pluginConfig, enabledBy: item.enabledBy });
     specToId.set(item.spec, def.id);

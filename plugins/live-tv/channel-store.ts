@@ -26,6 +26,8 @@ export interface ChannelSnapshot {
   byId: Map<number, Channel>;
 }
 
+const VERSION_CHECK_MS = 1000;
+
 export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
 
 const parse = <T>(text: string | null, fallback: T): T => {
@@ -40,6 +42,7 @@ const parse = <T>(text: string | null, fallback: T): T => {
 export class ChannelStore {
   private snapshot?: ChannelSnapshot;
   private loading?: Promise<ChannelSnapshot>;
+  private checkedAt = 0;
 
   constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
 
@@ -50,19 +53,22 @@ export class ChannelStore {
 
   async bumpVersion(trx: Database = this.knex): Promise<void> {
     await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
+    this.checkedAt = 0; // our own change: look again on the next read
   }
 
-  /** The last snapshot loaded, without asking the database (for answers that must not do I/O). */
-  peek(): ChannelSnapshot | undefined {
-    return this.snapshot;
-  }
-
-  /** The current channels; one small query per call to notice imports made elsewhere. */
+  /**
+   * The current channels. The shared version is read at most once per
+   * VERSION_CHECK_MS, so an import by another process (the CLI) shows within a
+   * second while a burst of requests costs no query each.
+   */
   async current(): Promise<ChannelSnapshot> {
-    const version = await this.version();
-    if (this.snapshot?.version === version) return this.snapshot;
+    if (this.snapshot && this.now() - this.checkedAt < VERSION_CHECK_MS) return this.snapshot;
     if (!this.loading) {
-      this.loading = this.load(version).finally(() => { this.loading = undefined; });
+      this.loading = (async () => {
+        const version = await this.version();
+        this.checkedAt = this.now();
+        return this.snapshot?.version === version ? this.snapshot : this.load(version);
+      })().finally(() => { this.loading = undefined; });
     }
     return this.loading;
   }
@@ -118,10 +124,37 @@ export class ChannelStore {
           'position = excluded.position, updated_at = excluded.updated_at',
       });
       const removed = await trx('livetv_channels').where({ tuner_id: tunerId, present: true }).where('updated_at', '<', stamp).update({ present: false });
+      await moveClashingAssignedNumbers(trx, tunerId, rows.map((r) => r.number));
       await this.bumpVersion(trx);
       const added = [...unique.keys()].filter((k) => !existing.has(k)).length;
       return { channels: unique.size, added, removed: Number(removed), duplicates };
     });
+  }
+}
+
+/**
+ * Another tuner's channel may hold, as a number we assigned, a number this
+ * playlist now gives: that channel moves to the next free number (once; it
+ * keeps the new one afterwards), so no two channels ever share a number.
+ */
+async function moveClashingAssignedNumbers(trx: Database, tunerId: string, given: (string | null)[]): Promise<void> {
+  const wanted = new Set(given.filter((n): n is string => !!n));
+  if (!wanted.size) return;
+  const others = await trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId })
+    .orderBy([{ column: 'tuner_id' }, { column: 'position' }]).select('id', 'number', 'assigned_number');
+  const clashing = others.filter((o) => !o.number && o.assigned_number && wanted.has(o.assigned_number));
+  if (!clashing.length) return;
+  const taken = new Set<string>(wanted);
+  for (const o of others) if (o.number ?? o.assigned_number) taken.add(o.number ?? o.assigned_number);
+  let next = 1;
+  for (const n of taken) {
+    const v = Number.parseFloat(n);
+    if (Number.isFinite(v)) next = Math.max(next, Math.floor(v) + 1);
+  }
+  for (const o of clashing) {
+    while (taken.has(String(next))) next++;
+    taken.add(String(next));
+    await trx('livetv_channels').where({ id: o.id }).update({ assigned_number: String(next++) });
   }
 }
 

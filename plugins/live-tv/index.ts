@@ -41,9 +41,9 @@ export default definePlugin({
         const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now()));
         const favorites = new Favorites(db);
         await favorites.load();
-        auth.addProfileField('favorites', (user) => {
-          const present = live.channels.peek()?.byId;
-          return [...favorites.of(user.id)].filter((id) => !present || present.has(id)).sort((a, b) => a - b);
+        auth.addProfileField('favorites', async (user) => {
+          const { byId } = await live.channels.current();
+          return [...favorites.of(user.id)].filter((id) => byId.has(id)).sort((a, b) => a - b);
         });
         liveTvRoutes(http, { auth, service: live, favorites, registry });
 

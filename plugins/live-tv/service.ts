@@ -94,8 +94,8 @@ export class LiveTvService {
 
   async remap(): Promise<number> {
     const snapshot = await this.channels.current();
-    const mapped = await this.guide.remap(snapshot.channels, [...this.registry.guides.keys()]);
-    await this.channels.bumpVersion();
-    return mapped;
+    // No version bump: the channel snapshot holds no mapping (programsFor reads it live), and a
+    // bump here made every guide import reload every channel for nothing.
+    return this.guide.remap(snapshot.channels, [...this.registry.guides.keys()]);
   }
 }

@@ -1,0 +1,288 @@
+/**
+ * Every live-tv route through real HTTP (inject) over a real SQLite file, fed
+ * by the m3u-tuner and xmltv-guide plugins from files written here.
+ */
+import t from 'tap';
+import type { TestHost } from '../../../sdk/testing.js';
+import { expectError } from '../../helpers/http.js';
+import {
+  bearer, channels, getJson, guide, ISO_Z, m3u, startHost, tempDir, write, xmltv, xt, type ChannelView,
+} from './fixtures.js';
+
+const PLAYLIST = m3u([
+  { name: 'Sports Plus', tvgId: 'sports.us', chno: '22.1', group: 'Sports', url: 'http://streams.invalid/sports' },
+  { name: 'Télé Matin', tvgId: 'tele.fr', chno: '5', group: 'News;Public', url: 'http://streams.invalid/tele' },
+  { name: 'BBC One', tvgId: 'bbc1.uk', chno: '1', group: 'News', logo: 'http://logos.invalid/bbc1.png', url: 'http://streams.invalid/bbc1' },
+  { name: 'No Guide Here', chno: '3', group: 'Movies', url: 'http://streams.invalid/noguide' },
+  { name: 'Kids Zone', tvgId: 'kids', chno: '10', group: 'Kids', url: 'http://streams.invalid/kids' },
+  { name: 'Public Access', chno: '7', group: 'Public', url: 'http://streams.invalid/public' },
+]);
+const NUMBER_ORDER = ['BBC One', 'No Guide Here', 'Télé Matin', 'Public Access', 'Kids Zone', 'Sports Plus'];
+
+const GUIDE = xmltv(
+  [
+    { id: 'bbc1.uk', names: ['BBC One'] },
+    { id: 'tele.fr', names: ['Tele Matin'] },
+    { id: 'sports.us', names: ['Sports Plus'] },
+    { id: 'kids', names: ['Kids'] },
+  ],
+  [
+    { channel: 'bbc1.uk', start: xt('2024-01-01T10:00:00Z'), stop: xt('2024-01-01T11:00:00Z'), title: 'A' },
+    { channel: 'bbc1.uk', start: xt('2024-01-01T11:00:00Z'), stop: xt('2024-01-01T12:00:00Z'), title: 'B' },
+    { channel: 'bbc1.uk', start: xt('2024-01-01T12:00:00Z'), stop: xt('2024-01-01T13:00:00Z'), title: 'C' },
+    { channel: 'tele.fr', start: xt('2024-01-01T10:30:00Z'), stop: xt('2024-01-01T11:30:00Z'), title: 'Journal' },
+    { channel: 'sports.us', start: xt('2024-01-01T09:00:00Z'), stop: xt('2024-01-01T10:00:00Z'), title: 'Match' },
+    { channel: 'kids', start: xt('2024-01-01T11:00:00Z'), stop: xt('2024-01-01T11:30:00Z'), title: 'Cartoons' },
+  ],
+);
+
+t.test('live-tv routes', async (t) => {
+  const dir = await tempDir(t);
+  const host: TestHost = await startHost(t, {
+    playlists: [{ name: 'Test IPTV', url: await write(dir, 'tv.m3u', PLAYLIST) }],
+    guides: [{ url: await write(dir, 'guide.xml', GUIDE) }],
+  });
+  const all = await channels(host);
+  const id = (name: string) => {
+    const c = all.find((x) => x.name === name);
+    if (!c) throw new Error(`no channel ${name}`);
+    return c.id;
+  };
+  const names = (list: { name: string }[]) => list.map((c) => c.name);
+  const viewerId = await host.createUser('viewer', 'viewer-password-1');
+  const viewerToken = await host.login('viewer', 'viewer-password-1');
+
+  t.test('GET /channels: every channel in number order, with the Channel fields', async (t) => {
+    t.strictSame(names(all), NUMBER_ORDER);
+    const bbc = all.find((c) => c.name === 'BBC One')!;
+    t.match(bbc, { name: 'BBC One', tvg_chno: '1', favorited: false, logo: 'http://logos.invalid/bbc1.png', category: 'News', tvg_id: 'bbc1.uk', source: 'Test IPTV' });
+    t.ok(Number.isInteger(bbc.id) && bbc.id > 0, 'id is a positive integer');
+    t.equal(new Set(all.map((c) => c.id)).size, all.length, 'ids are unique');
+    t.equal(all.find((c) => c.name === 'Sports Plus')!.tvg_chno, '22.1', 'a dotted number is kept as given');
+    for (const c of all) t.equal(typeof c.tvg_chno, 'string', `${c.name}: tvg_chno is a string`);
+  });
+
+  t.test('GET /channels?category= filters, case-insensitively, multi-group channels in each group', async (t) => {
+    t.strictSame(names(await channels(host, '?category=News')), ['BBC One', 'Télé Matin']);
+    t.strictSame(names(await channels(host, '?category=news')), ['BBC One', 'Télé Matin'], 'lower case');
+    t.strictSame(names(await channels(host, '?category=PUBLIC')), ['Télé Matin', 'Public Access'], '"News;Public" is in Public too');
+    t.strictSame(names(await channels(host, '?category=Sports')), ['Sports Plus']);
+    t.strictSame(await channels(host, '?category=Nothing'), [], 'unknown category: empty list');
+    t.strictSame(names(await channels(host, '?category=News%3BPublic')), [], 'the raw "News;Public" is not a category');
+  });
+
+  t.test('GET /channels/search', async (t) => {
+    const search = async (q: string) => {
+      const res = await getJson(host, `/channels/search?q=${encodeURIComponent(q)}`);
+      t.equal(res.status, 200, `q=${q}: 200`);
+      t.strictSame(Object.keys(res.body), ['channels'], `q=${q}: body is {channels}`);
+      return names(res.body.channels);
+    };
+    t.strictSame(await search('tele'), ['Télé Matin'], 'accent-insensitive: tele finds Télé');
+    t.strictSame(await search('TÉLÉ'), ['Télé Matin'], 'case-insensitive');
+    t.strictSame(await search('matin'), ['Télé Matin']);
+    t.strictSame(await search('22.1'), ['Sports Plus'], 'by number');
+    t.strictSame(await search('bbc'), ['BBC One']);
+    t.strictSame(await search('o'), ['BBC One', 'No Guide Here', 'Kids Zone', 'Sports Plus'], 'several results, in number order');
+    t.strictSame(await search('zzz'), [], 'no match: empty list');
+    const res = await getJson(host, '/channels/search?q=tele');
+    t.match(res.body.channels[0], { id: id('Télé Matin'), tvg_chno: '5', favorited: false, category: 'News', source: 'Test IPTV' }, 'results are full Channels');
+
+    expectError(t, await host.inject({ method: 'GET', url: '/channels/search?q=', headers: host.authHeaders }), 400, /q/, 'empty q');
+    expectError(t, await host.inject({ method: 'GET', url: '/channels/search?q=%20%20', headers: host.authHeaders }), 400, /q/, 'blank q');
+    expectError(t, await host.inject({ method: 'GET', url: '/channels/search', headers: host.authHeaders }), 400, /q/, 'missing q');
+  });
+
+  t.test('GET /channel/categories', async (t) => {
+    const res = await getJson(host, '/channel/categories');
+    t.equal(res.status, 200);
+    t.strictSame(res.body, {
+      categories: [
+        { name: 'Kids', channel_count: 1 },
+        { name: 'Movies', channel_count: 1 },
+        { name: 'News', channel_count: 2 },
+        { name: 'Public', channel_count: 2 },
+        { name: 'Sports', channel_count: 1 },
+      ],
+    });
+  });
+
+  t.test('GET /programs: every channel, in number order, programmes as Program', async (t) => {
+    const g = await guide(host);
+    t.equal(g.total_channels, 6);
+    t.equal(g.offset, 0, 'offset defaults to 0 and is echoed');
+    t.strictSame(names(g.channels), NUMBER_ORDER, 'limit defaults to -1: every channel');
+    t.strictSame(g.channels.map((c) => c.id), all.map((c) => c.id), 'guide entry ids are the channel ids');
+    const by = Object.fromEntries(g.channels.map((c) => [c.name, c]));
+    t.strictSame(by['No Guide Here']!.programs, [], 'a channel without guide data: programs []');
+    t.strictSame(by['BBC One']!.programs.map((p) => [p.title, p.start, p.stop]), [
+      ['A', '2024-01-01T10:00:00.000Z', '2024-01-01T11:00:00.000Z'],
+      ['B', '2024-01-01T11:00:00.000Z', '2024-01-01T12:00:00.000Z'],
+      ['C', '2024-01-01T12:00:00.000Z', '2024-01-01T13:00:00.000Z'],
+    ], 'by start time');
+    t.strictSame(by['Télé Matin']!.programs.map((p) => p.title), ['Journal'], 'mapped by tvg-id despite a different display name');
+    t.strictSame(by['Kids Zone']!.programs.map((p) => p.title), ['Cartoons']);
+    const programs = g.channels.flatMap((c) => c.programs);
+    t.equal(programs.length, 6);
+    for (const p of programs) {
+      t.ok(Number.isSafeInteger(p.id) && p.id > 0, `${p.title}: integer id`);
+      t.match(p.start, ISO_Z, `${p.title}: start ends in Z`);
+      t.match(p.stop, ISO_Z, `${p.title}: stop ends in Z`);
+      t.equal(typeof p.title, 'string');
+    }
+    t.equal(new Set(programs.map((p) => p.id)).size, programs.length, 'program ids are unique');
+    t.strictSame(Object.keys(g).sort(), ['channels', 'offset', 'total_channels']);
+  });
+
+  t.test('GET /programs paging', async (t) => {
+    let g = await guide(host, '?limit=2&offset=1');
+    t.equal(g.total_channels, 6, 'total counts every matching channel, not the page');
+    t.equal(g.offset, 1);
+    t.strictSame(names(g.channels), ['No Guide Here', 'Télé Matin']);
+    g = await guide(host, '?limit=2&offset=5');
+    t.strictSame(names(g.channels), ['Sports Plus'], 'last, short page');
+    t.equal(g.offset, 5);
+    g = await guide(host, '?limit=3');
+    t.strictSame(names(g.channels), ['BBC One', 'No Guide Here', 'Télé Matin']);
+    t.strictSame(g.channels[0]!.programs.map((p) => p.title), ['A', 'B', 'C'], 'programmes on a partial page');
+    g = await guide(host, '?offset=4');
+    t.strictSame(names(g.channels), ['Kids Zone', 'Sports Plus'], 'offset alone: the rest');
+    t.strictSame(g.channels[0]!.programs.map((p) => p.title), ['Cartoons']);
+    g = await guide(host, '?offset=100');
+    t.strictSame(g.channels, [], 'past the end: empty page');
+    t.equal(g.total_channels, 6);
+    t.equal(g.offset, 100);
+    g = await guide(host, '?limit=-1');
+    t.equal(g.channels.length, 6, 'limit=-1: all');
+    g = await guide(host, '?category=news&limit=1');
+    t.equal(g.total_channels, 2, 'total_channels counts the channels of the category');
+    t.strictSame(names(g.channels), ['BBC One']);
+    g = await guide(host, '?category=Public');
+    t.strictSame(names(g.channels), ['Télé Matin', 'Public Access']);
+    t.strictSame(g.channels[0]!.programs.map((p) => p.title), ['Journal']);
+  });
+
+  t.test('GET /programs from/to keeps the programmes overlapping the window', async (t) => {
+    const titles = async (q: string) => Object.fromEntries((await guide(host, q)).channels.map((c) => [c.name, c.programs.map((p) => p.title)]));
+    t.strictSame(await titles('?from=2024-01-01T11:00:00Z&to=2024-01-01T12:00:00Z'), {
+      'BBC One': ['B'], 'No Guide Here': [], 'Télé Matin': ['Journal'], 'Public Access': [], 'Kids Zone': ['Cartoons'], 'Sports Plus': [],
+    }, 'half-open: ends at from and starts at to are out, every channel still listed');
+    t.strictSame((await titles('?from=2024-01-01T10:59:00Z&to=2024-01-01T12:00:01Z'))['BBC One'], ['A', 'B', 'C'], 'partial overlaps are in');
+    t.strictSame((await titles('?from=2024-01-01T10:00:00Z'))['Sports Plus'], [], 'from alone');
+    t.strictSame((await titles('?from=2024-01-01T10:00:00Z'))['BBC One'], ['A', 'B', 'C']);
+    t.strictSame((await titles('?to=2024-01-01T10:00:00Z'))['Sports Plus'], ['Match'], 'to alone');
+    t.strictSame((await titles('?to=2024-01-01T10:00:00Z'))['BBC One'], []);
+    t.strictSame((await titles('?from=2024-01-01T12:15:00%2B01:00&to=2024-01-01T12:45:00%2B01:00'))['BBC One'], ['B'], 'offsets in from/to are honoured');
+    const paged = await guide(host, '?limit=1&offset=2&from=2024-01-01T11:15:00Z&to=2024-01-01T11:20:00Z');
+    t.strictSame(paged.channels.map((c) => [c.name, c.programs.map((p) => p.title)]), [['Télé Matin', ['Journal']]], 'window and paging together');
+  });
+
+  t.test('GET /programs rejects bad parameters with 400', async (t) => {
+    for (const q of ['limit=abc', 'offset=-5', 'limit=-7', 'limit=0', 'offset=abc', 'limit=1.5', 'from=notadate', 'to=yesterday',
+      'from=2024-01-01T12:00:00Z&to=2024-01-01T11:00:00Z', 'from=2024-01-01T12:00:00Z&to=2024-01-01T12:00:00Z']) {
+      expectError(t, await host.inject({ method: 'GET', url: `/programs?${q}`, headers: host.authHeaders }), 400, undefined, q);
+    }
+    const res = await host.inject({ method: 'GET', url: '/programs?limit=abc', headers: host.authHeaders });
+    t.match(res.json().error, /limit/, 'the message names the field');
+    const res2 = await host.inject({ method: 'GET', url: '/programs?from=2024-01-01T12:00:00Z&to=2024-01-01T11:00:00Z', headers: host.authHeaders });
+    t.match(res2.json().error, /to/, 'the message names the field');
+  });
+
+  t.test('favorites', async (t) => {
+    const fav = (method: 'POST' | 'DELETE', payload: unknown, token = host.adminToken) =>
+      host.inject({ method, url: '/me/favorite', headers: bearer(token), payload: payload as Record<string, unknown> });
+    const me = async (token = host.adminToken) => (await getJson(host, '/me', token)).body.user.favorites;
+    const favorited = async (token = host.adminToken) => (await channels(host, '', token)).filter((c: ChannelView) => c.favorited).map((c) => c.name);
+    const tele = id('Télé Matin');
+    const bbc = id('BBC One');
+    const sports = id('Sports Plus');
+
+    t.strictSame(await me(), [], 'none at first');
+    let res = await fav('POST', { channel_id: tele });
+    t.equal(res.statusCode, 200);
+    t.strictSame(res.json(), { favorites: [tele] });
+    res = await fav('POST', { channel_id: tele });
+    t.equal(res.statusCode, 200, 'adding again: 200');
+    t.strictSame(res.json(), { favorites: [tele] }, 'idempotent');
+    res = await fav('POST', { channel_id: bbc });
+    t.strictSame(res.json(), { favorites: [bbc, tele].sort((a, b) => a - b) });
+    t.strictSame(await me(), [bbc, tele].sort((a, b) => a - b), 'GET /me user.favorites');
+    t.strictSame(await favorited(), ['BBC One', 'Télé Matin'], 'favorited: true on those channels only');
+    const search = await getJson(host, '/channels/search?q=tele');
+    t.equal(search.body.channels[0].favorited, true, 'search results carry favorited');
+
+    res = await fav('DELETE', { channel_id: bbc });
+    t.equal(res.statusCode, 200);
+    t.strictSame(res.json(), { favorites: [tele] });
+    res = await fav('DELETE', { channel_id: bbc });
+    t.equal(res.statusCode, 200, 'removing again: 200');
+    t.strictSame(res.json(), { favorites: [tele] }, 'idempotent');
+    t.strictSame(await me(), [tele]);
+
+    t.test('per user', async (t) => {
+      t.strictSame(await me(viewerToken), [], 'the viewer has none of the admin favorites');
+      t.strictSame(await favorited(viewerToken), [], 'no favorited channel for the viewer');
+      const r = await fav('POST', { channel_id: sports }, viewerToken);
+      t.strictSame(r.json(), { favorites: [sports] }, 'the reply lists only the caller\'s favorites');
+      t.strictSame(await me(viewerToken), [sports]);
+      t.strictSame(await favorited(viewerToken), ['Sports Plus']);
+      t.strictSame(await me(), [tele], 'the admin\'s are unchanged');
+      t.strictSame(await favorited(), ['Télé Matin']);
+      const d = await fav('DELETE', { channel_id: tele }, viewerToken);
+      t.strictSame(d.json(), { favorites: [sports] }, 'removing a channel the viewer never favorited');
+      t.strictSame(await me(), [tele], 'does not touch the admin\'s');
+      t.ok(viewerId > 0);
+    });
+
+    t.test('unknown channel → 404', async (t) => {
+      expectError(t, await fav('POST', { channel_id: 999_999 }), 404, undefined, 'POST unknown');
+      expectError(t, await fav('DELETE', { channel_id: 999_999 }), 404, undefined, 'DELETE unknown');
+      t.strictSame(await me(), [tele], 'favorites unchanged');
+    });
+
+    t.test('bad bodies → 400', async (t) => {
+      const bad: [string, unknown][] = [
+        ['string "abc"', { channel_id: 'abc' }], ['numeric string "5"', { channel_id: String(tele) }], ['1.5', { channel_id: 1.5 }],
+        ['missing', {}], ['null', { channel_id: null }], ['zero', { channel_id: 0 }], ['negative', { channel_id: -3 }],
+        ['array', { channel_id: [tele] }], ['extra field', { channel_id: tele, other: 1 }], ['array body', [tele]],
+      ];
+      for (const method of ['POST', 'DELETE'] as const) {
+        for (const [what, body] of bad) expectError(t, await fav(method, body), 400, undefined, `${method} ${what}`);
+        expectError(t, await host.inject({ method, url: '/me/favorite', headers: { ...host.authHeaders, 'content-type': 'application/json' }, payload: '{"channel_id": ' }), 400, undefined, `${method} malformed JSON`);
+        expectError(t, await host.inject({ method, url: '/me/favorite', headers: { ...host.authHeaders, 'content-type': 'application/json' }, payload: '' }), 400, undefined, `${method} empty JSON body`);
+      }
+      const r = await fav('POST', { channel_id: 'abc' });
+      t.match(r.json().error, /channel_id/, 'the message names the field');
+      t.strictSame(await me(), [tele], 'favorites unchanged by bad requests');
+    });
+  });
+
+  t.test('GET /api/livetv/sources is for admins', async (t) => {
+    const res = await getJson(host, '/api/livetv/sources');
+    t.equal(res.status, 200);
+    t.match(res.body.tuners, [{ name: 'Test IPTV', channels: 6, maxStreams: 1 }]);
+    t.equal(res.body.guides.length, 1);
+    t.match(res.body.guides[0], { name: 'guide.xml', stats: { programmes: 6 } });
+    expectError(t, await host.inject({ method: 'GET', url: '/api/livetv/sources', headers: bearer(viewerToken) }), 403, undefined, 'non-admin');
+  });
+
+  t.test('no token → 401 on every route; a bad token too', async (t) => {
+    const requests: { method: 'GET' | 'POST' | 'DELETE'; url: string; payload?: Record<string, unknown> }[] = [
+      { method: 'GET', url: '/channels' },
+      { method: 'GET', url: '/channels?category=News' },
+      { method: 'GET', url: '/channels/search?q=tele' },
+      { method: 'GET', url: '/channels/search' },
+      { method: 'GET', url: '/channel/categories' },
+      { method: 'GET', url: '/programs' },
+      { method: 'GET', url: '/programs?limit=abc' },
+      { method: 'POST', url: '/me/favorite', payload: { channel_id: id('BBC One') } },
+      { method: 'DELETE', url: '/me/favorite', payload: { channel_id: id('Télé Matin') } },
+      { method: 'GET', url: '/api/livetv/sources' },
+    ];
+    for (const r of requests) {
+      expectError(t, await host.inject(r), 401, undefined, `${r.method} ${r.url} without token`);
+      expectError(t, await host.inject({ ...r, headers: { authorization: 'Bearer not-a-token' } }), 401, undefined, `${r.method} ${r.url} bad token`);
+    }
+    t.strictSame((await getJson(host, '/me')).body.user.favorites, [id('Télé Matin')], 'unauthenticated calls changed nothing');
+  });
+});
