@@ -26,6 +26,7 @@ import { JobManagerImpl } from './jobs/job-manager.js';
 import { SchedulerImpl } from './jobs/scheduler.js';
 import { jobRoutes } from './jobs/routes.js';
 import { EventBusImpl } from './events.js';
+import { PackagerRegistryImpl } from './packagers.js';
 import { VERSION } from './version.js';
 
 export interface HostOptions {
@@ -136,7 +137,7 @@ export class Host {
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,
       [coreServices.jobs.id]: this.jobs, [coreServices.scheduler.id]: this.scheduler, [coreServices.ffmpeg.id]: this.ffmpeg,
-      [coreServices.events.id]: events, [coreServices.clock.id]: this.clock,
+      [coreServices.events.id]: events, [coreServices.clock.id]: this.clock, [coreServices.packagers.id]: new PackagerRegistryImpl(),
     };
     for (const [id, value] of Object.entries(shared)) root.registerInstance(id, value);
 

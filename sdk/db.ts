@@ -1,9 +1,29 @@
 import type { Knex } from 'knex';
 
+export interface InsertOptions {
+  /** Column order (default: the keys of the first row; insertValues requires it). */
+  columns?: string[];
+  /** SQL appended to each statement, e.g. `ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name`. */
+  onConflict?: string;
+  /** Bound variables per statement on the VALUES path (SQLite allows 32 766, PostgreSQL 65 535). */
+  maxVariables?: number;
+}
+
 /**
- * Inserts many rows with multi-row VALUES statements, as many rows per statement
- * as the bound-variable limit allows (SQLite: 32 766; PostgreSQL: 65 535). knex's
- * own multi-row insert on SQLite uses UNION ALL and stops at 500 rows.
+ * Inserts many rows with as few statements as possible.
+ *
+ * SQLite: the rows travel as ONE bound JSON text per statement
+ * (`INSERT … SELECT value->>0, value->>1 … FROM json_each(?)`): binding
+ * thousands of variables costs node-sqlite3 about a microsecond each on the
+ * main thread, and knex walks every binding again; one string costs neither.
+ * Values are encoded so that SQLite stores exactly what binding them would
+ * have stored (safe integers that are not 32-bit are written `n.0`, as
+ * node-sqlite3 binds them as REAL); a chunk holding anything else (fractions,
+ * NaN, BigInt, Buffer, Date, ill-formed UTF-16) takes the VALUES path.
+ *
+ * Other clients, and the fallback: multi-row VALUES statements, as many rows per
+ * statement as the bound-variable limit allows. knex's own multi-row insert on
+ * SQLite uses UNION ALL and stops at 500 rows.
  *
  * `onConflict`: SQL appended to each statement, e.g.
  * `ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name`.
@@ -12,21 +32,145 @@ export async function insertRows(
   knex: Knex | Knex.Transaction,
   table: string,
   rows: Record<string, unknown>[],
-  options: { columns?: string[]; onConflict?: string; maxVariables?: number } = {},
+  options: InsertOptions = {},
 ): Promise<void> {
   if (!rows.length) return;
   const columns = options.columns ?? Object.keys(rows[0]);
-  const perStatement = Math.max(1, Math.floor((options.maxVariables ?? 30_000) / columns.length));
-  const head = `INSERT INTO ${quote(table)} (${columns.map(quote).join(', ')}) VALUES `;
-  const tuple = `(${columns.map(() => '?').join(', ')})`;
-  for (let i = 0; i < rows.length; i += perStatement) {
-    const chunk = rows.slice(i, i + perStatement);
-    const values: unknown[] = new Array(chunk.length * columns.length);
+  const values = new Array<unknown[]>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    const v = new Array(columns.length);
+    for (let j = 0; j < columns.length; j++) v[j] = row[columns[j]];
+    values[i] = v;
+  }
+  await insertValues(knex, table, columns, values, options);
+}
+
+/** insertRows with each row given as an array of values in `columns` order (no object per row). */
+export async function insertValues(
+  knex: Knex | Knex.Transaction,
+  table: string,
+  columns: string[],
+  rows: unknown[][],
+  options: Omit<InsertOptions, 'columns'> = {},
+): Promise<void> {
+  if (!rows.length) return;
+  const cols = columns.map(quote).join(', ');
+  const tail = options.onConflict ? ' ' + options.onConflict : '';
+  if (String(knex.client.config.client).startsWith('sqlite')) {
+    // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
+    const sql = `INSERT INTO ${quote(table)} (${cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM json_each(?) WHERE true${tail}`;
+    let textual: boolean[] | undefined;
+    for (let i = 0; i < rows.length; i += JSON_ROWS) {
+      const end = Math.min(rows.length, i + JSON_ROWS);
+      const found = scan(rows, i, end, columns.length);
+      let json: string | undefined;
+      if (found === SCAN_PLAIN) json = JSON.stringify(end - i === rows.length ? rows : rows.slice(i, end));
+      else if (found !== SCAN_UNFIT) {
+        // A safe integer beyond 32 bits, which node-sqlite3 binds as a REAL: the same in a
+        // column of numeric affinity, but a TEXT or BLOB column would store it differently.
+        textual ??= await textualColumns(knex, table, columns);
+        json = found.some((j) => textual![j]) ? encodeRows(rows, i, end, columns.length) : JSON.stringify(end - i === rows.length ? rows : rows.slice(i, end));
+      }
+      if (json !== undefined) await knex.raw(sql, [json]);
+      else await insertWithValues(knex, table, cols, columns.length, rows, i, end, options.maxVariables, tail);
+    }
+    return;
+  }
+  await insertWithValues(knex, table, cols, columns.length, rows, 0, rows.length, options.maxVariables, tail);
+}
+
+const JSON_ROWS = 10_000;
+
+async function insertWithValues(
+  knex: Knex | Knex.Transaction, table: string, cols: string, width: number, rows: unknown[][],
+  from: number, to: number, maxVariables = 30_000, tail: string,
+): Promise<void> {
+  const perStatement = Math.max(1, Math.floor(maxVariables / width));
+  const head = `INSERT INTO ${quote(table)} (${cols}) VALUES `;
+  const tuple = `(${new Array(width).fill('?').join(', ')})`;
+  for (let i = from; i < to; i += perStatement) {
+    const end = Math.min(to, i + perStatement);
+    const values: unknown[] = new Array((end - i) * width);
     let k = 0;
-    for (const row of chunk) for (const c of columns) values[k++] = row[c] === undefined ? null : row[c];
-    const sql = head + new Array(chunk.length).fill(tuple).join(', ') + (options.onConflict ? ' ' + options.onConflict : '');
+    for (let r = i; r < end; r++) {
+      const row = rows[r];
+      for (let j = 0; j < width; j++) values[k++] = row[j] === undefined ? null : row[j];
+    }
+    const sql = head + new Array(end - i).fill(tuple).join(', ') + tail;
     await knex.raw(sql, values as Knex.RawBinding[]);
   }
+}
+
+const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
+  ? (s) => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+  : (s) => !/[\ud800-\udfff]/.test(s) || /^(?:[^\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])*$/.test(s);
+
+const SCAN_PLAIN = 0;
+const SCAN_UNFIT = 1;
+
+/**
+ * SCAN_PLAIN: JSON.stringify stores every value of rows[from..to) exactly as binding it would;
+ * SCAN_UNFIT: some value cannot go through JSON (fraction, -0, NaN, BigInt, Buffer, Date,
+ * ill-formed UTF-16); else the columns holding safe integers beyond 32 bits.
+ */
+function scan(rows: unknown[][], from: number, to: number, width: number): typeof SCAN_PLAIN | typeof SCAN_UNFIT | number[] {
+  let wide: number[] | undefined;
+  for (let r = from; r < to; r++) {
+    const row = rows[r];
+    for (let j = 0; j < width; j++) {
+      const v = row[j];
+      if (v === null || v === undefined) continue;
+      const t = typeof v;
+      if (t === 'string') {
+        if (!isWellFormed(v as string)) return SCAN_UNFIT;
+      } else if (t === 'number') {
+        if (((v as number) | 0) === v && !Object.is(v, -0)) continue;
+        if (!Number.isSafeInteger(v)) return SCAN_UNFIT;
+        if (!wide) wide = [j];
+        else if (!wide.includes(j)) wide.push(j);
+      } else if (t !== 'boolean') {
+        return SCAN_UNFIT;
+      }
+    }
+  }
+  return wide ?? SCAN_PLAIN;
+}
+
+/** Like JSON.stringify(rows.slice(from, to)) but safe integers beyond 32 bits are written `n.0` (a REAL, as bound). */
+function encodeRows(rows: unknown[][], from: number, to: number, width: number): string {
+  let out = '[';
+  for (let r = from; r < to; r++) {
+    const row = rows[r];
+    let s = r === from ? '[' : ',[';
+    for (let j = 0; j < width; j++) {
+      if (j !== 0) s += ',';
+      const v = row[j];
+      if (typeof v === 'number') s += (v | 0) === v ? String(v) : v + '.0';
+      else s += v === undefined ? 'null' : JSON.stringify(v);
+    }
+    out += s + ']';
+  }
+  return out + ']';
+}
+
+/** Per column: does its declared type give it TEXT or BLOB affinity (or is the table unknown)? Cached per database and table. */
+const affinityCache = new WeakMap<object, Map<string, Map<string, boolean>>>();
+async function textualColumns(knex: Knex | Knex.Transaction, table: string, columns: string[]): Promise<boolean[]> {
+  const key = knex.client.config as object;
+  let tables = affinityCache.get(key);
+  if (!tables) affinityCache.set(key, (tables = new Map()));
+  let byName = tables.get(table);
+  if (!byName) {
+    const info = (await knex.raw(`PRAGMA table_info(${quote(table)})`)) as { name: string; type: string }[];
+    byName = new Map(info.map((c) => {
+      const type = String(c.type ?? '').toUpperCase();
+      const numeric = type.includes('INT') || (!/CHAR|CLOB|TEXT|BLOB/.test(type) && type !== '');
+      return [c.name, !numeric];
+    }));
+    if (byName.size) tables.set(table, byName);
+  }
+  return columns.map((c) => byName!.get(c) ?? true);
 }
 
 function quote(identifier: string): string {

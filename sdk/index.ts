@@ -8,11 +8,13 @@ export { coreServices, createServiceRef, createExtensionPoint } from './refs.js'
 export type { ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
 export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
-export { insertRows } from './db.js';
+export { insertRows, insertValues } from './db.js';
+export type { InsertOptions } from './db.js';
 export { openSource, readSource, redact as redactUrl } from './source.js';
 export type { OpenedSource, SourceOptions } from './source.js';
 export * from './services.js';
 export * from './livetv.js';
+export * from './media.js';
 export { Type } from '@sinclair/typebox';
 /** tsyringe's decorators, re-exported so a plugin and the host share one copy. */
 export { inject, injectable } from 'tsyringe';

@@ -29,6 +29,8 @@ export interface StreamSource {
   inputArgs: string[];
   /** Values to redact wherever the arguments are logged (tokens in URLs…). */
   secrets?: string[];
+  /** ffmpeg -map values when the input is not one file with video and audio (default ['0:v:0?', '0:a:0?']). */
+  maps?: string[];
   /** Codecs the upstream is known to carry, when the tuner knows (skips a probe). */
   videoCodec?: string;
   audioCodec?: string;

@@ -1,3 +1,4 @@
+import type { PackagerRegistry } from './media.js';
 import type {
   AuthService, Clock, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
   Lifecycle, Logger, PluginPaths, Scheduler,
@@ -63,6 +64,8 @@ export const coreServices = {
   clock: createServiceRef<Clock>('core.clock'),
   lifecycle: createServiceRef<Lifecycle>('core.lifecycle'),
   paths: createServiceRef<PluginPaths>('core.paths'),
+  /** HLS/DASH packagers by format, added by the packager plugins (shared by live-tv, vod and dvr). */
+  packagers: createServiceRef<PackagerRegistry>('core.packagers'),
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */
   container: createServiceRef<DependencyContainer>('core.container'),
 } as const;

@@ -51,6 +51,7 @@ function tuner(config: Config): Tuner {
           '-re', '-f', 'lavfi', '-i', `testsrc=size=${config.size}:rate=${config.rate}`,
           '-re', '-f', 'lavfi', '-i', `sine=frequency=${tone}:sample_rate=48000`,
         ],
+        maps: ['0:v:0', '1:a:0'],
         videoCodec: 'rawvideo', audioCodec: 'pcm',
       };
     },

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
-import { insertRows } from 'antenna/sdk';
+import { insertRows, insertValues } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
 import { fold } from './text.js';
 
@@ -20,8 +20,16 @@ export interface StoredProgram { id: number; channelId: number; title: string; s
 
 /** Stable across refreshes: the same source, guide channel and start give the same id. 52 bits fit a JSON number. */
 export function programId(sourceId: string, guideId: string, start: number): number {
-  return Number.parseInt(createHash('sha1').update(`${sourceId}\n${guideId}\n${start}`).digest('hex').slice(0, 13), 16);
+  return Number.parseInt(sha1Hex(`${sourceId}\n${guideId}\n${start}`).slice(0, 13), 16);
 }
+
+// crypto.hash (Node >= 20.12) is the one-shot form: no Hash object per programme.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+const sha1Hex: (text: string) => string = oneShot
+  ? (text) => oneShot('sha1', text, 'hex')
+  : (text) => crypto.createHash('sha1').update(text).digest('hex');
+
+const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon'];
 
 const DELETE_CHUNK = 20_000;
 const MAX_WARNINGS_LOGGED = 20;
@@ -50,16 +58,27 @@ export class GuideStore {
 
     const channels = new Map<string, { names: string[]; icon?: string }>();
     let warnings = 0;
+    // One batch is stored (SQLite works in libuv's pool) while the source reads the next one
+    // (on the main thread): import time is about max(read, store), not their sum. At most two
+    // batches are held; a failed insert surfaces at the next batch or at the end.
+    let storing: Promise<void> | undefined;
     const write = async (batch: GuideProgramme[]) => {
       const rows = batch.map((p) => {
         if (!channels.has(p.channel)) channels.set(p.channel, { names: [] });
-        return {
-          id: programId(source.id, p.channel, p.start), source_id: source.id, generation, guide_id: p.channel,
-          start: p.start, stop: p.stop, title: p.title, sub_title: p.subTitle ?? null, description: p.description ?? null,
-          categories: p.categories?.length ? JSON.stringify(p.categories) : null, episode_num: p.episodeNum ?? null, icon: p.icon ?? null,
-        };
+        return [ // PROGRAM_COLUMNS
+          programId(source.id, p.channel, p.start), source.id, generation, p.channel,
+          p.start, p.stop, p.title, p.subTitle ?? null, p.description ?? null,
+          p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
+        ];
       });
-      await insertRows(knex, 'livetv_programs', rows);
+      if (storing) await storing;
+      storing = insertValues(knex, 'livetv_programs', PROGRAM_COLUMNS, rows);
+      storing.catch(() => {}); // awaited later; not an unhandled rejection meanwhile
+    };
+    const stored = async () => {
+      const last = storing;
+      storing = undefined;
+      if (last) await last;
     };
 
     let result: GuideLoadResult;
@@ -83,11 +102,13 @@ export class GuideStore {
           progress,
         },
       });
+      await stored();
       signal.throwIfAborted();
       await insertRows(knex, 'livetv_guide_channels', [...channels].map(([guideId, c]) => ({
         source_id: source.id, generation, guide_id: guideId, names: JSON.stringify(c.names), icon: c.icon ?? null,
       })));
     } catch (err) {
+      await stored().catch(() => {});
       await this.deleteGenerations(source.id, (q) => q.where('generation', generation));
       throw err;
     }

@@ -3,16 +3,26 @@
  * `guides` extension points: tuner plugins (m3u-tuner, test-pattern) add
  * channels, guide plugins (xmltv-guide) add programmes.
  */
-import { coreServices, definePlugin, guidesExtensionPoint, tunersExtensionPoint, Type, type Static } from 'antenna/sdk';
+import { rm, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { coreServices, definePlugin, Duration, guidesExtensionPoint, parseDuration, tunersExtensionPoint, Type, type Static } from 'antenna/sdk';
 import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
 import { Favorites } from './favorites.js';
 import { liveTvRoutes } from './routes.js';
+import { LiveSessions } from './live/sessions.js';
+import { watchRoutes } from './live/routes.js';
 
 const configSchema = Type.Object({
   /** At start: import in the background (default), wait for the import before listening, or skip it. */
   initialImport: Type.Union([Type.Literal('background'), Type.Literal('await'), Type.Literal('skip')], { default: 'background' }),
+  /** A channel nobody has requested for this long stops, freeing its tuner slot. */
+  idleTimeout: Duration({ default: '60s' }),
+  /** Length of live segments (seconds). */
+  segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
+  /** How long a first request waits for a channel to start before answering 503. */
+  readyTimeout: Duration({ default: '20s' }),
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
@@ -24,6 +34,7 @@ export default definePlugin({
   description: 'Live TV channels, program guide and favorites',
   configSchema,
   migrations,
+  dependsOn: ['hls-packager', 'dash-packager'],
   register(env) {
     const registry = new LiveTvRegistry();
     env.registerExtensionPoint(tunersExtensionPoint, registry.tunerPoint);
@@ -34,10 +45,11 @@ export default definePlugin({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
-        logger: coreServices.logger, clock: coreServices.clock,
+        logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg,
+        packagers: coreServices.packagers, host: coreServices.host, paths: coreServices.paths,
       },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock }) {
-        const { initialImport } = config as Static<typeof configSchema>;
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, packagers, host, paths }) {
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout } = config as Static<typeof configSchema>;
         const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now()));
         const favorites = new Favorites(db);
         await favorites.load();
@@ -46,6 +58,18 @@ export default definePlugin({
           return [...favorites.of(user.id)].filter((id) => byId.has(id)).sort((a, b) => a - b);
         });
         liveTvRoutes(http, { auth, service: live, favorites, registry });
+
+        const workDir = path.join(await paths.pluginDir(), 'live');
+        await mkdir(workDir, { recursive: true, mode: 0o700 });
+        // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
+        lifecycle.onStart(async () => {
+          await rm(workDir, { recursive: true, force: true });
+          await mkdir(workDir, { recursive: true, mode: 0o700 });
+        });
+        const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
+          workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
+        });
+        watchRoutes(http, { auth, sessions, channels: live.channels, packagers, host, segmentSeconds });
 
         scheduler.handle(REFRESH_KIND, async (task) => {
           const { type, id } = task.payload as { type: 'tuner' | 'guide'; id: string };

@@ -79,4 +79,16 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '003_programs_no_id_index',
+    async up(knex) {
+      // Programme ids are hashes: every import inserted 650,000 random keys into this index and
+      // every switch-over deleted as many, touching most of its pages in each statement (about
+      // half of the import's SQLite time). Lookups by id always name the channel too (GuideStore
+      // .program), which livetv_programs_lookup serves: one channel's rows, a few hundred.
+      await knex.schema.alterTable('livetv_programs', (t) => {
+        t.dropIndex(['id'], 'livetv_programs_id');
+      });
+    },
+  },
 ];

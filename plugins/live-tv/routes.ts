@@ -1,6 +1,6 @@
 import type { AuthService, HttpScope } from 'antenna/sdk';
 import { errors, Type } from 'antenna/sdk';
-import type { Channel } from './channel-store.js';
+import type { Channel, ChannelSnapshot } from './channel-store.js';
 import type { Favorites } from './favorites.js';
 import type { LiveTvRegistry } from './registry.js';
 import type { LiveTvService } from './service.js';
@@ -35,6 +35,52 @@ const FavoriteBody = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximu
 const FavoritesReply = Type.Object({ favorites: Type.Array(Type.Integer()) });
 
 const MAX_PAGE = 100_000;
+const MAX_CACHED_LISTINGS = 64;
+const NO_FAVORITES: ReadonlySet<number> = new Set();
+
+interface ChannelListing {
+  /** `{"channels":[…]}` with "favorited":false everywhere. */
+  body: Buffer;
+  /** Channel id → byte offset of its `false`. */
+  favoritedAt: Map<number, number>;
+}
+
+type ChannelView = { id: number; favorited: boolean } & Record<string, unknown>;
+
+function serializeChannels(views: ChannelView[]): ChannelListing {
+  const parts: string[] = [];
+  const favoritedAt = new Map<number, number>();
+  let bytes = Buffer.byteLength('{"channels":[');
+  for (let i = 0; i < views.length; i++) {
+    const json = (i === 0 ? '' : ',') + JSON.stringify(views[i]);
+    // Inside a JSON string every quote is escaped: the first `,"favorited":` is the key itself.
+    const at = json.indexOf(',"favorited":') + ',"favorited":'.length;
+    favoritedAt.set(views[i].id, bytes + Buffer.byteLength(json.slice(0, at)));
+    bytes += Buffer.byteLength(json);
+    parts.push(json);
+  }
+  return { body: Buffer.from('{"channels":[' + parts.join('') + ']}'), favoritedAt };
+}
+
+const TRUE = Buffer.from('true');
+
+function withFavorites(listing: ChannelListing, favorites: ReadonlySet<number>): Buffer {
+  const at: number[] = [];
+  for (const id of favorites) {
+    const offset = listing.favoritedAt.get(id);
+    if (offset !== undefined) at.push(offset);
+  }
+  if (!at.length) return listing.body;
+  at.sort((a, b) => a - b);
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const offset of at) {
+    pieces.push(listing.body.subarray(from, offset), TRUE);
+    from = offset + 'false'.length;
+  }
+  pieces.push(listing.body.subarray(from));
+  return Buffer.concat(pieces);
+}
 
 export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service: LiveTvService; favorites: Favorites; registry: LiveTvRegistry }): void {
   const { auth, service, favorites, registry } = deps;
@@ -49,18 +95,35 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     return (c: Channel) => c.groups.some((g) => fold(g) === wanted);
   };
 
+  // The full list is large (10,000 channels: 1.8 MB) and the same for everyone but for `favorited`:
+  // it is serialized once per snapshot and category, with every channel not favorited, and each
+  // request patches its user's favorites in. The bytes are those of the schema's serializer.
+  const listings = new WeakMap<ChannelSnapshot, Map<string, ChannelListing>>();
+  const listing = (snapshot: ChannelSnapshot, category: string | undefined): ChannelListing => {
+    let byCategory = listings.get(snapshot);
+    if (!byCategory) listings.set(snapshot, (byCategory = new Map()));
+    const key = category === undefined ? '*' : `=${fold(category)}`;
+    let found = byCategory.get(key);
+    if (!found) {
+      if (byCategory.size >= MAX_CACHED_LISTINGS) byCategory.clear();
+      found = serializeChannels(snapshot.channels.filter(inCategory(category)).map((c) => view(c, NO_FAVORITES)));
+      byCategory.set(key, found);
+    }
+    return found;
+  };
+
   http.get('/channels', {
     schema: {
       summary: 'Channels, in channel-number order', tags: ['live-tv'],
       querystring: Type.Object({ category: Type.Optional(Type.String({ maxLength: 256 })) }),
       response: { 200: Type.Object({ channels: Type.Array(ChannelSchema) }), 400: ErrorBody, 401: ErrorBody },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const user = auth.requireUser(request);
     const { category } = request.query as { category?: string };
     const favs = favorites.of(user.id);
-    const { channels } = await service.channels.current();
-    return { channels: channels.filter(inCategory(category)).map((c) => view(c, favs)) };
+    const body = withFavorites(listing(await service.channels.current(), category), favs);
+    return reply.header('content-type', 'application/json; charset=utf-8').send(body);
   });
 
   http.get('/channels/search', {

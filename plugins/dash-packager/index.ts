@@ -1,0 +1,30 @@
+/**
+ * dash-packager: DASH MPDs over the segmenter's fMP4 segments. Rewrites the
+ * SegmentTemplate's initialization and media templates through the caller's
+ * link() (the $RepresentationID$/$Number$ placeholders stay in the path, the
+ * signed key goes in the query), and keeps the MPD dynamic while live.
+ */
+import { coreServices, definePlugin, type Packager } from 'antenna/sdk';
+
+export const dashPackager: Packager = {
+  format: 'dash',
+  contentType: 'application/dash+xml',
+  entry: 'manifest.mpd',
+  rewrite(manifest, link) {
+    return manifest.replace(/\b(initialization|media)="([^"]+)"/g, (_, attr: string, template: string) => `${attr}="${escapeXml(link(template))}"`);
+  },
+};
+
+function escapeXml(text: string): string {
+  return text.replace(/&(?!amp;)/g, '&amp;');
+}
+
+export default definePlugin({
+  id: 'dash-packager',
+  version: '1.0.0',
+  host: '^1',
+  description: 'DASH (fMP4) manifests for live, VOD and recordings',
+  register(env) {
+    env.registerInit({ deps: { packagers: coreServices.packagers }, async init({ packagers }) { packagers.add(dashPackager); } });
+  },
+});

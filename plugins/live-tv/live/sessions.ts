@@ -1,0 +1,264 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { errors, liveSegmenterArgs, type FfmpegService, type Job, type JobManager, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
+import type { Channel } from '../channel-store.js';
+import type { LiveTvRegistry } from '../registry.js';
+import { canCopy, parseInputStreamLine, type ClientCaps } from './codecs.js';
+
+export interface LiveOptions {
+  workDir: string;
+  segmentSeconds: number;
+  idleTimeoutMs: number;
+  readyTimeoutMs: number;
+}
+
+/** The shared state of one channel's live job; every viewer's request reads it. */
+export interface LiveSession {
+  channelId: number;
+  tunerId: string;
+  dir: string;
+  /** Output of the current run: `<dir>/<attempt>`. */
+  attempt: number;
+  mode: 'copy' | 'transcode';
+  /** Settles when the current run has written its first manifests. */
+  ready: Promise<void>;
+  /** The current ffmpeg (for tests and diagnostics). */
+  pid: number;
+  lastError?: string;
+  /** Input codecs learnt from ffmpeg, kept for the channel's next session. */
+  input: { video?: string; audio?: string };
+  /** What every viewer so far can decode; transcoding starts when one cannot take the input. */
+  viewers: ClientCaps[];
+  /** Media-sequence offset of earlier runs, so HLS sequence numbers keep growing across restarts. */
+  sequenceBase: number;
+  /** Stops the current ffmpeg (to switch modes). */
+  stopRun?: () => Promise<unknown>;
+}
+
+const READY_POLL_MS = 100;
+
+/**
+ * One ffmpeg (one upstream connection) per channel, shared by all its viewers,
+ * run as a job `live:<channelId>`: restarted with backoff when it dies,
+ * stopped when nobody has asked for it for idleTimeout, its files removed.
+ * The tuner slot ledger counts these jobs per tuner.
+ */
+export class LiveSessions {
+  /** Input codecs per channel from earlier sessions, so a second tune decides copy/transcode up front. */
+  private readonly known = new Map<number, { video?: string; audio?: string }>();
+  private readonly slots = new Map<string, Set<number>>();
+
+  constructor(
+    private readonly jobs: JobManager,
+    private readonly ffmpeg: FfmpegService,
+    private readonly registry: LiveTvRegistry,
+    private readonly log: Logger,
+    private readonly options: LiveOptions,
+  ) {}
+
+  /** Slots of a tuner in use right now (live viewing; recordings will join). */
+  inUse(tunerId: string): number {
+    return this.slots.get(tunerId)?.size ?? 0;
+  }
+
+  /** The running session for the channel, or a new one; waits until it can be played. */
+  async open(channel: Channel, caps: ClientCaps): Promise<LiveSession> {
+    const tuner = this.registry.tuners.get(channel.tunerId);
+    if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
+    const key = `live:${channel.id}`;
+    let job = this.jobs.get<LiveSession>(key);
+    if (!job) {
+      const used = this.slots.get(tuner.id) ?? new Set<number>();
+      if (used.size >= tuner.maxStreams) {
+        throw errors.conflict(`Tuner limit reached for ${tuner.name}: all ${tuner.maxStreams} stream${tuner.maxStreams === 1 ? '' : 's'} in use`);
+      }
+      job = this.start(key, channel, tunerChannelOf(channel));
+      used.add(channel.id);
+      this.slots.set(tuner.id, used);
+      void job.done.then(() => {
+        used.delete(channel.id);
+        if (!used.size) this.slots.delete(tuner.id);
+      });
+    }
+    job.touch();
+    const session = job.data;
+    if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
+      this.switchToTranscode(job, 'a viewer cannot decode the channel as it is');
+    }
+    session.viewers.push(caps);
+    if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
+    await this.whenReady(job);
+    return job.data;
+  }
+
+  /** Keeps a session alive (every manifest and segment request). */
+  touch(channelId: number): LiveSession | undefined {
+    const job = this.jobs.get<LiveSession>(`live:${channelId}`);
+    job?.touch();
+    return job?.data;
+  }
+
+  private async whenReady(job: Job<LiveSession>): Promise<void> {
+    const deadline = Date.now() + this.options.readyTimeoutMs;
+    for (;;) {
+      const ready = job.data.ready;
+      const outcome = await Promise.race([
+        ready.then(() => 'ready' as const, () => 'failed' as const),
+        job.done.then(() => 'ended' as const),
+        new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())).unref()),
+      ]);
+      if (outcome === 'ready' && job.data.ready === ready) return;
+      if (outcome === 'ready') continue; // a restart replaced the run meanwhile
+      const why = job.data.lastError ?? job.error ?? 'the stream did not start';
+      if (outcome === 'timeout') throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);
+      throw errors.badGateway(`Stream failed: ${why}`, 5);
+    }
+  }
+
+  private switchToTranscode(job: Job<LiveSession>, why: string): void {
+    const session = job.data;
+    session.mode = 'transcode';
+    this.log.info({ channel: session.channelId, why, input: session.input }, 'live: switching to transcode');
+    void session.stopRun?.();
+  }
+
+  private start(key: string, channel: Channel, tunerChannel: TunerChannel): Job<LiveSession> {
+    const { workDir, segmentSeconds, idleTimeoutMs } = this.options;
+    const dir = path.join(workDir, `${channel.id}-${randomBytes(4).toString('hex')}`);
+    const tuner = this.registry.tuners.get(channel.tunerId)!;
+    const job = this.jobs.ensure<LiveSession>(key, () => ({
+      kind: 'live',
+      idleTimeoutMs,
+      restart: { maxRestarts: Number.POSITIVE_INFINITY, initialDelayMs: 1000, maxDelayMs: 15_000 },
+      data: {
+        channelId: channel.id, tunerId: channel.tunerId, dir, attempt: -1, mode: 'copy', ready: pending(),
+        pid: 0, input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], sequenceBase: 0,
+      },
+      run: async (ctx) => {
+        // Loops only to switch from copy to transcode; a failure goes to the job's restart policy.
+        for (;;) {
+          const switched = await this.runOnce(key, ctx.data, tuner, tunerChannel, ctx.signal);
+          if (!switched || ctx.signal.aborted) return;
+        }
+      },
+    }));
+    void job.done.then(() => rm(dir, { recursive: true, force: true }).catch((err) => this.log.warn({ err, dir }, 'live: could not remove session files')));
+    return job;
+  }
+
+  /** One ffmpeg run. Resolves true when it was stopped to switch to transcoding; throws when it failed. */
+  private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal): Promise<boolean> {
+    const { segmentSeconds } = this.options;
+    let settle!: { resolve: () => void; reject: (err: Error) => void };
+    session.ready = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
+    session.ready.catch(() => {}); // observed by whenReady
+    try {
+      if (session.attempt >= 0) session.sequenceBase += await lastSegmentNumber(path.join(session.dir, String(session.attempt)));
+      session.attempt++;
+      const out = path.join(session.dir, String(session.attempt));
+      await mkdir(out, { recursive: true });
+      const source = await tuner.openStream({ channel: tunerChannel, signal });
+      if (/^(rawvideo|pcm)/.test(source.videoCodec ?? '') || (session.input.video && session.viewers.some((v) => !canCopy(v, session.input)))) {
+        session.mode = 'transcode';
+      }
+      const mode = session.mode;
+      const args = [
+        '-loglevel', 'info', '-fflags', '+genpts', ...source.inputArgs,
+        ...(source.maps ?? ['0:v:0?', '0:a:0?']).flatMap((m) => ['-map', m]),
+        ...(mode === 'copy' ? ['-c', 'copy'] : transcodeArgs(segmentSeconds)),
+        ...liveSegmenterArgs({ dir: out, segmentSeconds }),
+      ];
+      let inInput = false;
+      const proc = this.ffmpeg.spawn(args, {
+        signal, label: key, secrets: source.secrets,
+        onStderrLine: (line) => {
+          if (/^Input #0/.test(line)) inInput = true;
+          else if (/^(Output #0|Stream mapping:)/.test(line)) inInput = false;
+          else if (inInput) {
+            const parsed = parseInputStreamLine(line);
+            if (parsed && !session.input[parsed[0]]) session.input[parsed[0]] = parsed[1];
+          }
+        },
+      });
+      session.pid = proc.pid;
+      session.stopRun = () => proc.stop();
+      const watcher = this.watchStart(session, out, mode, signal, settle.resolve);
+      const exit = await proc.exited;
+      await watcher;
+      session.stopRun = undefined;
+      if (signal.aborted) return false;
+      if (exit.expected && session.mode !== mode) return true;
+      throw new Error(summarize(exit.stderrTail, exit.code));
+    } catch (err) {
+      if (!signal.aborted) session.lastError = (err as Error).message;
+      settle.reject(err as Error);
+      throw err;
+    }
+  }
+
+  /** Resolves `ready` once the first manifests exist; asks for transcoding as soon as the input turns out not to fit a viewer. */
+  private async watchStart(session: LiveSession, out: string, mode: string, signal: AbortSignal, ready: () => void): Promise<void> {
+    while (!signal.aborted && session.stopRun) {
+      if (mode === 'copy' && session.input.video && session.viewers.some((v) => !canCopy(v, session.input))) {
+        this.known.set(session.channelId, { ...session.input });
+        session.mode = 'transcode';
+        void session.stopRun?.();
+        return;
+      }
+      if ((await exists(path.join(out, 'master.m3u8'))) && (await exists(path.join(out, 'manifest.mpd')))) {
+        this.known.set(session.channelId, { ...session.input });
+        session.lastError = undefined;
+        ready();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, READY_POLL_MS));
+    }
+  }
+}
+
+const pending = (): Promise<void> => {
+  const p = new Promise<void>(() => {});
+  return p;
+};
+
+function tunerChannelOf(c: Channel): TunerChannel {
+  return { key: c.key, name: c.name, number: c.number, tvgId: c.tvgId ?? undefined, tvgName: c.tvgName ?? undefined, logo: c.logo ?? undefined, groups: c.groups, extra: c.extra, data: c.data };
+}
+
+/** H.264/AAC that every client plays, with keyframes on segment boundaries. */
+function transcodeArgs(segmentSeconds: number): string[] {
+  return [
+    '-c:v', 'libx264', '-preset', 'veryfast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', '-profile:v', 'high',
+    '-force_key_frames', `expr:gte(t,n_forced*${segmentSeconds})`, '-sc_threshold', '0',
+    '-c:a', 'aac', '-b:a', '128k', '-ac', '2',
+  ];
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The number of the last segment a run wrote: where the next run's HLS sequence numbers continue. */
+async function lastSegmentNumber(dir: string): Promise<number> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  let max = 0;
+  for (const n of names) {
+    const m = /^chunk-stream0-(\d+)\.(mp4|m4s)$/.exec(n);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max;
+}
+
+/** The line of ffmpeg's stderr that says what went wrong, without the noise. */
+function summarize(tail: string, code: number | null): string {
+  const lines = tail.split('\n').map((l) => l.trim()).filter(Boolean);
+  const telling = [...lines].reverse().find((l) => /error|refused|not found|forbidden|denied|invalid|failed|unable|timed out|no route|404|403|500/i.test(l));
+  return telling ? telling.replace(/^\[[^\]]+\]\s*/, '').slice(0, 300) : `ffmpeg exited with code ${code}`;
+}
+
