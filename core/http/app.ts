@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { RouteAuth } from '../../sdk/http.js';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -64,7 +64,11 @@ export async function createHttp(options: {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url, auth: mode });
     if (mode === 'public') return;
     const check = async (request: FastifyRequest) => auth.authenticate(request, mode);
-    route.onRequest = [check, ...[route.onRequest ?? []].flat()] as typeof route.onRequest;
+    const hooks: unknown[] = [check];
+    // Players on other origins fetch manifests and segments; their credentials are in the URL
+    // (api_key or a signed key), never in cookies, so any origin may read them.
+    if (mode === 'media') hooks.unshift(async (_request: FastifyRequest, reply: FastifyReply) => { reply.header('access-control-allow-origin', '*'); });
+    route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()] as typeof route.onRequest;
   });
 
   app.setValidatorCompiler(validators());
