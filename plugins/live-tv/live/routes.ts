@@ -43,8 +43,15 @@ export function watchRoutes(http: HttpScope, deps: {
   async function manifest(format: PackageFormat, session: LiveSession, key: string): Promise<{ body: string; type: string }> {
     const packager = packagers.get(format);
     if (!packager) throw errors.unavailable(`No ${format} packager is loaded`);
-    const attempt = session.attempt;
-    const text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8');
+    let attempt = session.attempt;
+    let text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8').catch(() => undefined);
+    if (text === undefined) {
+      // The run restarted (a crash, or a switch to transcoding) since it was ready: wait for the new one.
+      await sessions.ready(session.channelId);
+      attempt = session.attempt;
+      text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8').catch(() => undefined);
+      if (text === undefined) throw errors.unavailable('The stream is restarting; try again', 2);
+    }
     // DASH URLs are relative to the MPD (/watch/live/<id>/master.mpd): some players (ffmpeg 4.1's
     // dash demuxer among them) mishandle absolute-path templates.
     const link = format === 'dash'
@@ -102,9 +109,21 @@ export function watchRoutes(http: HttpScope, deps: {
     const target = path.join(session.dir, String(attempt), file);
     if (path.dirname(target) !== path.join(session.dir, String(attempt))) throw errors.badRequest('bad file name');
     if (file.endsWith('.m3u8')) {
-      const text = await readFile(target, 'utf8').catch(() => { throw errors.notFound('No such playlist'); });
+      // Always the current run's playlist: after a restart a player keeps polling the URL it has
+      // and finds the new run's segments, numbered on from the old ones.
+      let current = session.attempt;
+      let text = await readFile(path.join(session.dir, String(current), file), 'utf8').catch(() => undefined);
+      if (text === undefined && current > 0) {
+        // A restarted run has not written its playlist yet: wait for it rather than answer 404,
+        // which makes players give up; if it does not come, the last run's playlist still plays.
+        await sessions.ready(channel_id).catch(() => undefined);
+        current = session.attempt;
+        text = await readFile(path.join(session.dir, String(current), file), 'utf8').catch(() => undefined)
+          ?? await readFile(path.join(session.dir, String(current - 1), file), 'utf8').then((t) => { current -= 1; return t; }).catch(() => undefined);
+      }
+      if (text === undefined) throw errors.notFound('No such playlist');
       const key = keyFor(auth.requireUser(request), channel_id);
-      const body = continuePlaylist(packagers.get('hls')!.rewrite(text, (f) => `/watch/live/${channel_id}/s/${attempt}/${f}?key=${key}`), session, attempt);
+      const body = continuePlaylist(packagers.get('hls')!.rewrite(text, (f) => `/watch/live/${channel_id}/s/${current}/${f}?key=${key}`), session, current);
       return reply.header('cache-control', 'no-store').type('application/vnd.apple.mpegurl').send(body);
     }
     if (!/\.(mp4|m4s)$/.test(file)) throw errors.notFound('No such segment');

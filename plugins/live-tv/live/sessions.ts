@@ -21,8 +21,10 @@ export interface LiveSession {
   /** Output of the current run: `<dir>/<attempt>`. */
   attempt: number;
   mode: 'copy' | 'transcode';
-  /** Settles when the current run has written its first manifests. */
+  /** Settles when the current run has written its first manifests (or failed). */
   ready: Promise<void>;
+  readyState: 'pending' | 'ready' | 'failed';
+  settle?: { resolve: () => void; reject: (err: Error) => void };
   /** The current ffmpeg (for tests and diagnostics). */
   pid: number;
   lastError?: string;
@@ -60,6 +62,14 @@ export class LiveSessions {
   /** Slots of a tuner in use right now (live viewing; recordings will join). */
   inUse(tunerId: string): number {
     return this.slots.get(tunerId)?.size ?? 0;
+  }
+
+  /** Waits until the session's current run can be played (public for the routes' retry on a restart). */
+  async ready(channelId: number): Promise<LiveSession | undefined> {
+    const job = this.jobs.get<LiveSession>(`live:${channelId}`);
+    if (!job) return undefined;
+    await this.whenReady(job);
+    return job.data;
   }
 
   /** The running session for the channel, or a new one; waits until it can be played. */
@@ -108,8 +118,7 @@ export class LiveSessions {
         job.done.then(() => 'ended' as const),
         new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())).unref()),
       ]);
-      if (outcome === 'ready' && job.data.ready === ready) return;
-      if (outcome === 'ready') continue; // a restart replaced the run meanwhile
+      if (outcome === 'ready') return;
       const why = job.data.lastError ?? job.error ?? 'the stream did not start';
       if (outcome === 'timeout') throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);
       throw errors.badGateway(`Stream failed: ${why}`, 5);
@@ -132,7 +141,7 @@ export class LiveSessions {
       idleTimeoutMs,
       restart: { maxRestarts: Number.POSITIVE_INFINITY, initialDelayMs: 1000, maxDelayMs: 15_000 },
       data: {
-        channelId: channel.id, tunerId: channel.tunerId, dir, attempt: -1, mode: 'copy', ready: pending(),
+        channelId: channel.id, tunerId: channel.tunerId, dir, attempt: -1, mode: 'copy', ...pendingReady(),
         pid: 0, input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], sequenceBase: 0,
       },
       run: async (ctx) => {
@@ -150,9 +159,10 @@ export class LiveSessions {
   /** One ffmpeg run. Resolves true when it was stopped to switch to transcoding; throws when it failed. */
   private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal): Promise<boolean> {
     const { segmentSeconds } = this.options;
-    let settle!: { resolve: () => void; reject: (err: Error) => void };
-    session.ready = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
-    session.ready.catch(() => {}); // observed by whenReady
+    // A run after a failure or a mode switch gets a fresh `ready`; the first run keeps the one
+    // viewers may already be waiting on.
+    if (session.readyState !== 'pending') Object.assign(session, pendingReady());
+    const settle = session.settle!;
     try {
       if (session.attempt >= 0) session.sequenceBase += await lastSegmentNumber(path.join(session.dir, String(session.attempt)));
       session.attempt++;
@@ -192,7 +202,10 @@ export class LiveSessions {
       throw new Error(summarize(exit.stderrTail, exit.code));
     } catch (err) {
       if (!signal.aborted) session.lastError = (err as Error).message;
-      settle.reject(err as Error);
+      if (session.readyState === 'pending') {
+        session.readyState = 'failed';
+        settle.reject(err as Error);
+      }
       throw err;
     }
   }
@@ -209,6 +222,7 @@ export class LiveSessions {
       if ((await exists(path.join(out, 'master.m3u8'))) && (await exists(path.join(out, 'manifest.mpd')))) {
         this.known.set(session.channelId, { ...session.input });
         session.lastError = undefined;
+        session.readyState = 'ready';
         ready();
         return;
       }
@@ -217,10 +231,13 @@ export class LiveSessions {
   }
 }
 
-const pending = (): Promise<void> => {
-  const p = new Promise<void>(() => {});
-  return p;
-};
+/** A `ready` promise with its resolvers, for a run about to start. */
+function pendingReady(): Pick<LiveSession, 'ready' | 'readyState' | 'settle'> {
+  let settle!: LiveSession['settle'];
+  const ready = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
+  ready.catch(() => {}); // observed by whenReady
+  return { ready, readyState: 'pending', settle };
+}
 
 function tunerChannelOf(c: Channel): TunerChannel {
   return { key: c.key, name: c.name, number: c.number, tvgId: c.tvgId ?? undefined, tvgName: c.tvgName ?? undefined, logo: c.logo ?? undefined, groups: c.groups, extra: c.extra, data: c.data };
