@@ -11,7 +11,14 @@ export const dashPackager: Packager = {
   contentType: 'application/dash+xml',
   entry: 'manifest.mpd',
   rewrite(manifest, link) {
-    return manifest.replace(/\b(initialization|media)="([^"]+)"/g, (_, attr: string, template: string) => `${attr}="${escapeXml(link(template))}"`);
+    let out = manifest.replace(/\b(initialization|media)="([^"]+)"/g, (_, attr: string, template: string) => `${attr}="${escapeXml(link(template))}"`);
+    if (/type="dynamic"/.test(out)) {
+      // ffmpeg sets the delay to one segment, which makes dash.js stall at the live edge; three segments don't.
+      out = out.replace(/suggestedPresentationDelay="PT([\d.]+)S"/, (_, s: string) => `suggestedPresentationDelay="PT${(Number(s) * 3).toFixed(1)}S"`);
+      // The server's clock, in the MPD itself: without it dash.js asks a public time server.
+      if (!/<UTCTiming/.test(out)) out = out.replace(/<\/MPD>\s*$/, `\t<UTCTiming schemeIdUri="urn:mpeg:dash:utc:direct:2014" value="${new Date().toISOString()}"/>\n</MPD>\n`);
+    }
+    return out;
   },
 };
 
