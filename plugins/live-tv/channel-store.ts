@@ -1,5 +1,5 @@
 import type { Database, Logger, TunerChannel } from 'antenna/sdk';
-import { insertRows } from 'antenna/sdk';
+import { insertValues } from 'antenna/sdk';
 import { fold, numberSortKey } from './text.js';
 
 export interface Channel {
@@ -27,6 +27,9 @@ export interface ChannelSnapshot {
 }
 
 const VERSION_CHECK_MS = 1000;
+const STORE_CHUNK = 5000;
+const LOAD_CHUNK = 10_000;
+const CHANNEL_COLUMNS = ['tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data', 'present', 'position', 'updated_at'];
 
 export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
 
@@ -75,18 +78,28 @@ export class ChannelStore {
 
   private async load(version: number): Promise<ChannelSnapshot> {
     const tuners = this.tunerIds();
-    const rows = await this.knex('livetv_channels').where({ present: true }).orderBy([{ column: 'tuner_id' }, { column: 'position' }]);
     const channels: Channel[] = [];
-    for (const r of rows) {
-      if (!tuners.has(r.tuner_id)) continue;
-      const number = r.number ?? r.assigned_number ?? '';
-      channels.push({
-        id: r.id, tunerId: r.tuner_id, key: r.key, name: r.name, number, tvgId: r.tvg_id, tvgName: r.tvg_name, logo: r.logo,
-        groups: parse<string[]>(r.groups, []), extra: parse(r.extra, {}), data: parse(r.data, {}),
-        search: fold(`${r.name} ${number}`),
-      });
-    }
-    channels.sort((a, b) => numberSortKey(a.number) - numberSortKey(b.number) || a.number.localeCompare(b.number) || a.name.localeCompare(b.name) || a.id - b.id);
+    // By id, LOAD_CHUNK rows a query, in one read transaction (one consistent state): node-sqlite3
+    // holds a whole result twice (C++ rows, then JS objects), which for 100,000 channels was a few
+    // hundred MB at once. The order is the sort's below.
+    await this.knex.transaction(async (trx) => { for (let after = -Infinity; ;) {
+      const rows = await trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK);
+      for (const r of rows) {
+        if (!tuners.has(r.tuner_id)) continue;
+        const number = r.number ?? r.assigned_number ?? '';
+        channels.push({
+          id: r.id, tunerId: r.tuner_id, key: r.key, name: r.name, number, tvgId: r.tvg_id, tvgName: r.tvg_name, logo: r.logo,
+          groups: parse<string[]>(r.groups, []), extra: parse(r.extra, {}), data: parse(r.data, {}),
+          search: fold(`${r.name} ${number}`),
+        });
+      }
+      if (rows.length < LOAD_CHUNK) break;
+      after = rows[rows.length - 1].id;
+    } });
+    // numberSortKey once per channel, not twice per comparison.
+    const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
+    keyed.sort((a, b) => a.k - b.k || a.c.number.localeCompare(b.c.number) || a.c.name.localeCompare(b.c.name) || a.c.id - b.c.id);
+    for (let i = 0; i < keyed.length; i++) channels[i] = keyed[i].c;
     this.snapshot = { version, channels, byId: new Map(channels.map((c) => [c.id, c])) };
     return this.snapshot;
   }
@@ -108,23 +121,30 @@ export class ChannelStore {
       const others = await trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId }).select('number', 'assigned_number');
       const assigned = assignNumbers([...unique.values()], existing, others);
 
-      let position = 0;
-      const rows = [...unique.values()].map((c) => ({
-        tuner_id: tunerId, key: c.key, name: c.name.slice(0, 512) || c.key.slice(0, 512),
-        number: c.number?.trim() ? c.number.trim().slice(0, 32) : null,
-        assigned_number: assigned.get(c.key) ?? null,
-        tvg_id: c.tvgId?.trim() || null, tvg_name: c.tvgName ?? null, logo: c.logo || null,
-        groups: JSON.stringify(c.groups ?? []), extra: JSON.stringify(c.extra ?? {}), data: JSON.stringify(c.data ?? {}),
-        present: true, position: position++, updated_at: stamp,
-      }));
-      await insertRows(trx, 'livetv_channels', rows, {
-        onConflict: 'ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name, number = excluded.number, ' +
-          'assigned_number = excluded.assigned_number, tvg_id = excluded.tvg_id, tvg_name = excluded.tvg_name, logo = excluded.logo, ' +
-          'groups = excluded.groups, extra = excluded.extra, data = excluded.data, present = excluded.present, ' +
-          'position = excluded.position, updated_at = excluded.updated_at',
-      });
+      // Rows (arrays in CHANNEL_COLUMNS order) are built and stored a chunk at a time, so a
+      // 100,000-channel playlist never exists a second time over as rows.
+      const list = [...unique.values()];
+      const numbers: (string | null)[] = new Array(list.length);
+      for (let from = 0; from < list.length; from += STORE_CHUNK) {
+        const rows = list.slice(from, from + STORE_CHUNK).map((c, k) => {
+          const number = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
+          numbers[from + k] = number;
+          return [
+            tunerId, c.key, c.name.slice(0, 512) || c.key.slice(0, 512), number, assigned.get(c.key) ?? null,
+            c.tvgId?.trim() || null, c.tvgName ?? null, c.logo || null,
+            JSON.stringify(c.groups ?? []), JSON.stringify(c.extra ?? {}), JSON.stringify(c.data ?? {}),
+            true, from + k, stamp,
+          ];
+        });
+        await insertValues(trx, 'livetv_channels', CHANNEL_COLUMNS, rows, {
+          onConflict: 'ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name, number = excluded.number, ' +
+            'assigned_number = excluded.assigned_number, tvg_id = excluded.tvg_id, tvg_name = excluded.tvg_name, logo = excluded.logo, ' +
+            'groups = excluded.groups, extra = excluded.extra, data = excluded.data, present = excluded.present, ' +
+            'position = excluded.position, updated_at = excluded.updated_at',
+        });
+      }
       const removed = await trx('livetv_channels').where({ tuner_id: tunerId, present: true }).where('updated_at', '<', stamp).update({ present: false });
-      await moveClashingAssignedNumbers(trx, tunerId, rows.map((r) => r.number));
+      await moveClashingAssignedNumbers(trx, tunerId, numbers);
       await this.bumpVersion(trx);
       const added = [...unique.keys()].filter((k) => !existing.has(k)).length;
       return { channels: unique.size, added, removed: Number(removed), duplicates };

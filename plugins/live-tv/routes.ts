@@ -172,7 +172,7 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
         400: ErrorBody, 401: ErrorBody,
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     auth.requireUser(request);
     const q = request.query as { limit: number; offset: number; category?: string; from?: string; to?: string };
     if (q.limit === 0) throw errors.badRequest('limit must be -1 (all) or a positive integer');
@@ -182,12 +182,15 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     const { channels } = await service.channels.current();
     const matching = q.category === undefined ? channels : channels.filter(inCategory(q.category));
     const page = q.limit === -1 ? matching.slice(q.offset) : matching.slice(q.offset, q.offset + q.limit);
-    const programs = page.length ? await service.guide.programsFor(page.length === channels.length ? 'all' : page.map((c) => c.id), from, to) : new Map();
-    return {
-      total_channels: matching.length,
-      offset: q.offset,
-      channels: page.map((c) => ({ id: c.id, name: c.name, tvg_chno: c.number, logo: c.logo, programs: programs.get(c.id) ?? [] })),
-    };
+    const programs = page.length ? await service.guide.programsJsonFor(page.length === channels.length ? 'all' : page.map((c) => c.id), from, to) : new Map<number, string>();
+    // The bytes the response schema's serializer writes for { total_channels, offset, channels },
+    // with the programmes already JSON (programsJsonFor).
+    let body = `{"total_channels":${matching.length},"offset":${q.offset},"channels":[`;
+    for (let i = 0; i < page.length; i++) {
+      const c = page[i];
+      body += `${i === 0 ? '' : ','}{"id":${c.id},"name":${JSON.stringify(c.name)},"tvg_chno":${JSON.stringify(c.number)},"logo":${JSON.stringify(c.logo ?? null)},"programs":[${programs.get(c.id) ?? ''}]}`;
+    }
+    return reply.header('content-type', 'application/json; charset=utf-8').send(body + ']}');
   });
 
   const favoriteRoute = (method: 'POST' | 'DELETE') => http.route({

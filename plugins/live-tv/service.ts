@@ -1,4 +1,4 @@
-import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner } from 'antenna/sdk';
+import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner, TunerChannel } from 'antenna/sdk';
 import { ChannelStore, type ImportCounts } from './channel-store.js';
 import { GuideStore } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
@@ -31,10 +31,11 @@ export class LiveTvService {
       run: async (ctx) => {
         const report = (f: number, m?: string) => { ctx.progress(f, m); progress?.(tuner.name, f, m); };
         report(0, 'reading playlist');
-        const list = await tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
+        let list: TunerChannel[] | undefined = await tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
         ctx.signal.throwIfAborted();
         report(0.8, `storing ${list.length} channels`);
         const counts = await this.channels.replaceTunerChannels(tuner.id, list);
+        list = undefined; // a big playlist (100,000 channels: ~100 MB) need not live on while the snapshot reloads
         await this.remap();
         ctx.data.result = counts;
         report(1, `${counts.channels} channels (${counts.added} new, ${counts.removed} gone, ${counts.duplicates} duplicates skipped)`);

@@ -1,10 +1,9 @@
-/** What a client can decode, from its device headers (spec §5). Missing headers mean a browser. */
+/** The video codecs a client decodes, from Device-Codecs (spec §5); without it, a browser's. */
 export interface ClientCaps {
   video: Set<string>;
-  audio: Set<string>;
 }
 
-const BROWSER: ClientCaps = { video: new Set(['h264']), audio: new Set(['aac', 'mp3', 'opus']) };
+const BROWSER: ClientCaps = { video: new Set(['h264']) };
 
 const ALIASES: Record<string, string> = { avc: 'h264', avc1: 'h264', 'h.264': 'h264', hevc: 'hevc', h265: 'hevc', 'h.265': 'hevc', hvc1: 'hevc', mpeg2: 'mpeg2video', 'mp4a': 'aac', 'ac-3': 'ac3', 'e-ac-3': 'eac3', 'ec-3': 'eac3' };
 
@@ -15,12 +14,15 @@ function list(header: string | string[] | undefined): Set<string> | undefined {
 }
 
 export function clientCaps(headers: Record<string, string | string[] | undefined>): ClientCaps {
-  return { video: list(headers['device-codecs']) ?? BROWSER.video, audio: list(headers['device-audio-codecs']) ?? BROWSER.audio };
+  return { video: list(headers['device-codecs']) ?? BROWSER.video };
 }
 
-/** Whether a stream with these codecs can be copied to this client as it is. */
-export function canCopy(caps: ClientCaps, input: { video?: string; audio?: string }): boolean {
-  return (!input.video || caps.video.has(input.video)) && (!input.audio || caps.audio.has(input.audio));
+/**
+ * Whether the input's video can be copied to this client as it is. Audio is not
+ * asked: live audio is always encoded to AAC, which every client decodes.
+ */
+export function canCopy(caps: ClientCaps, input: { video?: string }): boolean {
+  return !input.video || caps.video.has(input.video);
 }
 
 /** `Stream #0:0[0x100]: Video: h264 (High) …` → ['video', 'h264'] */

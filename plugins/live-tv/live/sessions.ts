@@ -68,7 +68,14 @@ export class LiveSessions {
   async ready(channelId: number): Promise<LiveSession | undefined> {
     const job = this.jobs.get<LiveSession>(`live:${channelId}`);
     if (!job) return undefined;
-    await this.whenReady(job);
+    // A viewer waiting for the start keeps the session alive (idleTimeout may be shorter than a start).
+    const keepAlive = setInterval(() => job!.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
+    try {
+      await this.whenReady(job);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    job.touch();
     return job.data;
   }
 
@@ -98,7 +105,14 @@ export class LiveSessions {
     }
     session.viewers.push(caps);
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
-    await this.whenReady(job);
+    // A viewer waiting for the start keeps the session alive (idleTimeout may be shorter than a start).
+    const keepAlive = setInterval(() => job!.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
+    try {
+      await this.whenReady(job);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    job.touch();
     return job.data;
   }
 
@@ -176,7 +190,7 @@ export class LiveSessions {
       const args = [
         '-loglevel', 'info', '-fflags', '+genpts', ...source.inputArgs,
         ...(source.maps ?? ['0:v:0?', '0:a:0?']).flatMap((m) => ['-map', m]),
-        ...(mode === 'copy' ? ['-c', 'copy'] : transcodeArgs(segmentSeconds)),
+        ...(mode === 'copy' ? copyArgs(session.input) : transcodeArgs(segmentSeconds)),
         ...liveSegmenterArgs({ dir: out, segmentSeconds }),
       ];
       let inInput = false;
@@ -195,8 +209,8 @@ export class LiveSessions {
       session.stopRun = () => proc.stop();
       const watcher = this.watchStart(session, out, mode, signal, settle.resolve);
       const exit = await proc.exited;
+      session.stopRun = undefined; // also ends the watcher's loop
       await watcher;
-      session.stopRun = undefined;
       if (signal.aborted) return false;
       if (exit.expected && session.mode !== mode) return true;
       throw new Error(summarize(exit.stderrTail, exit.code));
@@ -243,12 +257,32 @@ function tunerChannelOf(c: Channel): TunerChannel {
   return { key: c.key, name: c.name, number: c.number, tvgId: c.tvgId ?? undefined, tvgName: c.tvgName ?? undefined, logo: c.logo ?? undefined, groups: c.groups, extra: c.extra, data: c.data };
 }
 
+/**
+ * Copy mode: the video is copied (the costly part); the audio is always encoded
+ * to AAC, which every client decodes and which gives complete codec strings
+ * (ffmpeg 4.1's segmenter writes a bare "mp4a.40" for copied ADTS audio, which
+ * players reject). On copy the segmenter passes MPEG-TS codec tags through and
+ * its mp4 writer refuses them, so the video tag is set by codec; an input not
+ * known yet is taken as H.264, and a wrong guess fails at once and the restart
+ * knows the codec.
+ */
+const VIDEO_TAGS: Record<string, string> = { h264: 'avc1', hevc: 'hvc1', mpeg2video: 'mp4v', mpeg4: 'mp4v' };
+
+function copyArgs(input: { video?: string }): string[] {
+  const tag = VIDEO_TAGS[input.video ?? 'h264'];
+  return ['-c:v', 'copy', ...(tag ? ['-tag:v', tag] : []), ...audioArgs()];
+}
+
+function audioArgs(): string[] {
+  return ['-c:a', 'aac', '-b:a', '128k', '-ac', '2'];
+}
+
 /** H.264/AAC that every client plays, with keyframes on segment boundaries. */
 function transcodeArgs(segmentSeconds: number): string[] {
   return [
     '-c:v', 'libx264', '-preset', 'veryfast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', '-profile:v', 'high',
     '-force_key_frames', `expr:gte(t,n_forced*${segmentSeconds})`, '-sc_threshold', '0',
-    '-c:a', 'aac', '-b:a', '128k', '-ac', '2',
+    ...audioArgs(),
   ];
 }
 
