@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
 import { errors, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type PackagerRegistry } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
+import { FileCache } from './file-cache.js';
 import type { LiveSession, LiveSessions } from './sessions.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
@@ -15,6 +15,8 @@ const FileParams = Type.Object({
   file: Type.String({ pattern: '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,100}$' }),
 });
 const SEGMENT_WAIT_POLL_MS = 100;
+/** A media playlist is re-read at most this often, however many viewers poll it. */
+const PLAYLIST_MAX_AGE_MS = 250;
 
 /** Device-OS → DASH only? Exact values and prefixes from config, compared case-insensitively. */
 export function isDashOnly(deviceOs: string | string[] | undefined, rule: HostInfo['dashOnly']): boolean {
@@ -31,6 +33,8 @@ export function watchRoutes(http: HttpScope, deps: {
   const config = { auth: 'media' as const, mediaScope };
 
   const keyFor = (user: AuthUser, channelId: number) => auth.signMediaKey(user, `live:${channelId}`);
+  const files = new FileCache();
+  const playlistText = (file: string) => files.get(file, PLAYLIST_MAX_AGE_MS).then((data) => data?.toString('utf8'));
 
   async function openSession(request: FastifyRequest, channelId: number): Promise<{ session: LiveSession; key: string }> {
     const user = auth.requireUser(request);
@@ -112,14 +116,14 @@ export function watchRoutes(http: HttpScope, deps: {
       // Always the current run's playlist: after a restart a player keeps polling the URL it has
       // and finds the new run's segments, numbered on from the old ones.
       let current = session.attempt;
-      let text = await readFile(path.join(session.dir, String(current), file), 'utf8').catch(() => undefined);
+      let text = await playlistText(path.join(session.dir, String(current), file));
       if (text === undefined && current > 0) {
         // A restarted run has not written its playlist yet: wait for it rather than answer 404,
         // which makes players give up; if it does not come, the last run's playlist still plays.
         await sessions.ready(channel_id).catch(() => undefined);
         current = session.attempt;
-        text = await readFile(path.join(session.dir, String(current), file), 'utf8').catch(() => undefined)
-          ?? await readFile(path.join(session.dir, String(current - 1), file), 'utf8').then((t) => { current -= 1; return t; }).catch(() => undefined);
+        text = await playlistText(path.join(session.dir, String(current), file))
+          ?? await playlistText(path.join(session.dir, String(current - 1), file)).then((t) => { if (t !== undefined) current -= 1; return t; });
       }
       if (text === undefined) throw errors.notFound('No such playlist');
       const key = keyFor(auth.requireUser(request), channel_id);
@@ -129,27 +133,17 @@ export function watchRoutes(http: HttpScope, deps: {
     if (!/\.(mp4|m4s)$/.test(file)) throw errors.notFound('No such segment');
     // A segment listed a moment ago may still be being renamed into place: wait a little, never long.
     const deadline = Date.now() + segmentSeconds * 2000;
-    let size = await fileSize(target);
-    while (size === undefined && Date.now() < deadline) {
+    let data = await files.get(target);
+    while (data === undefined && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, SEGMENT_WAIT_POLL_MS));
-      size = await fileSize(target);
+      data = await files.get(target);
     }
-    if (size === undefined) throw errors.notFound('No such segment');
+    if (data === undefined) throw errors.notFound('No such segment');
     return reply
       .header('cache-control', 'private, max-age=60')
-      .header('content-length', size)
       .type(/-stream1|audio/.test(file) ? 'audio/mp4' : 'video/mp4')
-      .send(createReadStream(target, { highWaterMark: 64 * 1024 }));
+      .send(data);
   });
-}
-
-async function fileSize(file: string): Promise<number | undefined> {
-  try {
-    const s = await stat(file);
-    return s.isFile() ? s.size : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

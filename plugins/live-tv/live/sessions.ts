@@ -39,6 +39,8 @@ export interface LiveSession {
 }
 
 const READY_POLL_MS = 100;
+/** ffmpeg's complaints when -analyzeduration ended before a stream's codec parameters were found. */
+const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unspecified (size|pixel format|sample format)|sample rate not set/i;
 
 /**
  * One ffmpeg (one upstream connection) per channel, shared by all its viewers,
@@ -50,6 +52,8 @@ export class LiveSessions {
   /** Input codecs per channel from earlier sessions, so a second tune decides copy/transcode up front. */
   private readonly known = new Map<number, { video?: string; audio?: string }>();
   private readonly slots = new Map<string, Set<number>>();
+  /** Channels whose codecs one segment's worth of input did not reveal. */
+  private readonly fullProbe = new Set<number>();
 
   constructor(
     private readonly jobs: JobManager,
@@ -187,8 +191,14 @@ export class LiveSessions {
         session.mode = 'transcode';
       }
       const mode = session.mode;
+      const fullProbe = this.fullProbe.has(session.channelId);
       const args = [
-        '-loglevel', 'info', '-fflags', '+genpts', ...source.inputArgs,
+        '-loglevel', 'info', '-fflags', '+genpts',
+        // MPEG-TS has no header: ffmpeg reads all of -analyzeduration (5 s by default) before it
+        // writes anything. One segment's worth finds the codecs of any stream with a keyframe at
+        // least that often, and costs nothing (the first segment takes that long anyway).
+        ...(fullProbe ? [] : ['-analyzeduration', String(segmentSeconds * 1_000_000)]),
+        ...source.inputArgs,
         ...(source.maps ?? ['0:v:0?', '0:a:0?']).flatMap((m) => ['-map', m]),
         ...(mode === 'copy' ? copyArgs(session.input) : transcodeArgs(segmentSeconds)),
         ...liveSegmenterArgs({ dir: out, segmentSeconds }),
@@ -213,6 +223,13 @@ export class LiveSessions {
       await watcher;
       if (signal.aborted) return false;
       if (exit.expected && session.mode !== mode) return true;
+      if (!fullProbe && session.readyState === 'pending' && PROBE_TOO_SHORT.test(exit.stderrTail)) {
+        // Keyframes further apart than a segment: probe as long as ffmpeg likes, now (viewers keep
+        // waiting on the same `ready`) and for the channel's next sessions.
+        this.fullProbe.add(session.channelId);
+        this.log.info({ channel: session.channelId }, 'live: codecs not found within one segment; probing longer');
+        return this.runOnce(key, session, tuner, tunerChannel, signal);
+      }
       throw new Error(summarize(exit.stderrTail, exit.code));
     } catch (err) {
       if (!signal.aborted) session.lastError = (err as Error).message;
