@@ -159,7 +159,10 @@ export class AuthServiceImpl implements AuthService {
   }
 
   signMediaKey(user: AuthUser, scope: string, ttlSeconds = this.opts.mediaKeyTtlSeconds): string {
-    const exp = Math.floor(this.now() / 1000) + ttlSeconds;
+    // Expiry rounded up to a 5-minute step: the same URL for a while, so players and caches
+    // see one segment URL instead of a new one every second.
+    const step = 300;
+    const exp = Math.ceil((Math.floor(this.now() / 1000) + ttlSeconds) / step) * step;
     const body = `${user.id}.${user.sessionId}.${exp}`;
     return `${Buffer.from(body).toString('base64url')}.${this.mac(scope, body)}`;
   }
