@@ -144,11 +144,12 @@ export class Host {
     for (const runtime of runtimes) await this.initPlugin(runtime, root);
     for (const { impl } of this.extensionPoints.values()) (impl as { freeze?: () => void }).freeze?.();
 
-    await this.app.ready();
+    // The first admin's password hash (scrypt, in libuv's pool) overlaps compiling the routes.
+    const admin = this.options.mode !== 'cli' ? this.ensureAdmin() : Promise.resolve();
+    await Promise.all([this.app.ready(), admin]);
     if (this.options.mode !== 'cli') {
       for (const hook of this.startHooks) await hook();
       await this.scheduler.start();
-      await this.ensureAdmin();
     }
   }
 

@@ -80,6 +80,7 @@ export default definePlugin({
           else await scheduler.cancel(task.id); // the source left the config
         });
 
+        lifecycle.onShutdown(() => live.stop());
         lifecycle.onStart(async () => {
           await live.guide.removeUnfinished();
           // One persisted schedule per source; schedules of sources no longer configured go away.

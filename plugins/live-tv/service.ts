@@ -18,6 +18,8 @@ export interface RefreshSummary {
 export class LiveTvService {
   readonly channels: ChannelStore;
   readonly guide: GuideStore;
+  private stopped = false;
+  private readonly running = new Set<Promise<RefreshSummary>>();
 
   constructor(knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number) {
     this.channels = new ChannelStore(knex, log, () => new Set(registry.tuners.keys()), now);
@@ -74,8 +76,27 @@ export class LiveTvService {
 
   /** Every tuner, then every guide source; one failure never stops the others. */
   async refreshAll(progress?: Progress): Promise<RefreshSummary> {
+    const run = this.refreshAllNow(progress);
+    this.running.add(run);
+    try {
+      return await run;
+    } finally {
+      this.running.delete(run);
+    }
+  }
+
+  /** At shutdown: no new import starts, running ones are stopped, and nothing touches the database afterwards. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const keys = [...this.registry.tuners.keys()].map((id) => `livetv:tuner:${id}`).concat([...this.registry.guides.keys()].map((id) => `livetv:guide:${id}`));
+    await Promise.all(keys.map((key) => this.jobs.get(key)?.stop('shutdown')));
+    await Promise.allSettled([...this.running]);
+  }
+
+  private async refreshAllNow(progress?: Progress): Promise<RefreshSummary> {
     const summary: RefreshSummary = { tuners: [], guides: [], mapped: 0 };
     for (const tuner of this.registry.tuners.values()) {
+      if (this.stopped) return summary;
       try {
         summary.tuners.push({ id: tuner.id, ...(await this.refreshTuner(tuner, progress)) });
       } catch (err) {
@@ -83,13 +104,14 @@ export class LiveTvService {
       }
     }
     for (const source of this.registry.guides.values()) {
+      if (this.stopped) return summary;
       try {
         summary.guides.push({ id: source.id, ...(await this.refreshGuide(source, progress)) });
       } catch (err) {
         summary.guides.push({ id: source.id, error: (err as Error).message });
       }
     }
-    summary.mapped = await this.remap();
+    if (!this.stopped) summary.mapped = await this.remap();
     return summary;
   }
 
