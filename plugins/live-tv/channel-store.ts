@@ -83,7 +83,8 @@ export class ChannelStore {
     // holds a whole result twice (C++ rows, then JS objects), which for 100,000 channels was a few
     // hundred MB at once. The order is the sort's below.
     await this.knex.transaction(async (trx) => { for (let after = -Infinity; ;) {
-      const rows = await trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK);
+      const rows = await trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK)
+        .select('id', 'tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data');
       for (const r of rows) {
         if (!tuners.has(r.tuner_id)) continue;
         const number = r.number ?? r.assigned_number ?? '';
@@ -122,9 +123,11 @@ export class ChannelStore {
       const assigned = assignNumbers([...unique.values()], existing, others);
 
       // Rows (arrays in CHANNEL_COLUMNS order) are built and stored a chunk at a time, so a
-      // 100,000-channel playlist never exists a second time over as rows.
+      // 100,000-channel playlist never exists a second time over as rows; the next chunk is built
+      // while SQLite (in libuv's pool) stores the previous one.
       const list = [...unique.values()];
       const numbers: (string | null)[] = new Array(list.length);
+      let storing: Promise<void> | undefined;
       for (let from = 0; from < list.length; from += STORE_CHUNK) {
         const rows = list.slice(from, from + STORE_CHUNK).map((c, k) => {
           const number = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
@@ -136,13 +139,16 @@ export class ChannelStore {
             true, from + k, stamp,
           ];
         });
-        await insertValues(trx, 'livetv_channels', CHANNEL_COLUMNS, rows, {
+        if (storing) await storing;
+        storing = insertValues(trx, 'livetv_channels', CHANNEL_COLUMNS, rows, {
           onConflict: 'ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name, number = excluded.number, ' +
             'assigned_number = excluded.assigned_number, tvg_id = excluded.tvg_id, tvg_name = excluded.tvg_name, logo = excluded.logo, ' +
             'groups = excluded.groups, extra = excluded.extra, data = excluded.data, present = excluded.present, ' +
             'position = excluded.position, updated_at = excluded.updated_at',
         });
+        storing.catch(() => {}); // awaited before the next chunk or below
       }
+      if (storing) await storing;
       const removed = await trx('livetv_channels').where({ tuner_id: tunerId, present: true }).where('updated_at', '<', stamp).update({ present: false });
       await moveClashingAssignedNumbers(trx, tunerId, numbers);
       await this.bumpVersion(trx);
