@@ -29,6 +29,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { generatePlaylist, run as runM3uParse } from './m3u-parse.bench.js';
+import { mulberry32 } from './random.js';
 
 const CHILD = path.join(__dirname, 'livetv-import-child.js');
 const MB = 2 ** 20;
@@ -38,16 +39,6 @@ const load1 = (): number => round(os.loadavg()[0]!, 2);
 // ---------------------------------------------------------------------------
 // Generators (streamed to disk)
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   'the night house river last world secret city game island police doctor family kitchen journey story ' +

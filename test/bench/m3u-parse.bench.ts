@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseM3u } from '../../plugins/m3u-tuner/m3u-parser.js';
+import { mulberry32 as rng } from './random.js';
 
 interface HlsParser {
   push(chunk: string): void;
@@ -32,16 +33,6 @@ export const ENTRIES = 100_000;
 const RUNS = 5;
 
 /** Small deterministic PRNG (mulberry32) so every run benchmarks the same bytes. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const COUNTRIES = ['US', 'UK', 'DE', 'FR', 'ES', 'IT', 'BR', 'AR', 'JP', 'IN', 'TR', 'RU'];
 const GROUPS = ['News', 'Sports', 'Movies', 'Kids', 'Music', 'Entertainment', 'Documentary', 'General', 'Religious', 'Undefined'];

@@ -21,22 +21,13 @@ import { TextDecoder } from 'node:util';
 import { SaxesParser } from 'saxes';
 import { parseXmltv } from '../../plugins/xmltv-guide/xmltv-parser.js';
 import type { GuideSink } from '../../sdk/livetv.js';
+import { mulberry32 } from './random.js';
 
 const MB = 1024 * 1024;
 
 // ---------------------------------------------------------------------------
 // Generator
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = (
   'the night house river last world secret city game island police doctor family kitchen journey story ' +

@@ -72,14 +72,7 @@ export class LiveSessions {
   async ready(channelId: number): Promise<LiveSession | undefined> {
     const job = this.jobs.get<LiveSession>(`live:${channelId}`);
     if (!job) return undefined;
-    // A viewer waiting for the start keeps the session alive (idleTimeout may be shorter than a start).
-    const keepAlive = setInterval(() => job!.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
-    try {
-      await this.whenReady(job);
-    } finally {
-      clearInterval(keepAlive);
-    }
-    job.touch();
+    await this.whenReady(job);
     return job.data;
   }
 
@@ -109,14 +102,7 @@ export class LiveSessions {
     }
     session.viewers.push(caps);
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
-    // A viewer waiting for the start keeps the session alive (idleTimeout may be shorter than a start).
-    const keepAlive = setInterval(() => job!.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
-    try {
-      await this.whenReady(job);
-    } finally {
-      clearInterval(keepAlive);
-    }
-    job.touch();
+    await this.whenReady(job);
     return job.data;
   }
 
@@ -127,7 +113,18 @@ export class LiveSessions {
     return job?.data;
   }
 
+  /** Waits for the current run; a viewer waiting keeps the session alive (idleTimeout may be shorter than a start). */
   private async whenReady(job: Job<LiveSession>): Promise<void> {
+    const keepAlive = setInterval(() => job.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
+    try {
+      await this.untilReady(job);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    job.touch();
+  }
+
+  private async untilReady(job: Job<LiveSession>): Promise<void> {
     const deadline = Date.now() + this.options.readyTimeoutMs;
     for (;;) {
       const ready = job.data.ready;
