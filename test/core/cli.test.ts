@@ -8,16 +8,10 @@ import t from 'tap';
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { createTestHost } from '../../sdk/testing.js';
 import { CLI, expectError, tmpDir } from '../helpers/http.js';
-
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ANTENNA_')) env[k] = v;
-  return { ...env, ...extra };
-}
+import { cleanEnv, unusedPort } from '../helpers/env.js';
 
 t.test('antenna user …', async (t) => {
   const cwd = await tmpDir(t, 'antenna-cli-cwd-');
@@ -168,7 +162,7 @@ t.test('antenna user …', async (t) => {
 
 t.test('antenna serve: first start announces the admin password, SIGTERM stops it', async (t) => {
   const dir = await tmpDir(t, 'antenna-cli-serve-');
-  const port = await freePort();
+  const port = await unusedPort();
   const config = path.join(dir, 'antenna.yaml');
   await writeFile(config, `server:\n  host: 127.0.0.1\n  port: ${port}\n  dataDir: ./state\nlogging:\n  level: warn\n`);
   const child = spawn(process.execPath, [CLI, 'serve', '--config', config], { cwd: dir, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -202,10 +196,3 @@ t.test('antenna serve: first start announces the admin password, SIGTERM stops i
   t.ok(existsSync(path.join(dir, 'state', 'antenna.db')), 'the data dir is the configured one');
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

@@ -7,29 +7,13 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { loadConfig } from '../../core/config/load.js';
 import { demoConfig } from '../../core/config/demo.js';
 import { CLI, tmpDir } from '../helpers/http.js';
+import { cleanEnv, unusedPort } from '../helpers/env.js';
 
 const MiB = 1024 * 1024;
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** The environment without any ANTENNA_* variable of the runner's. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('ANTENNA_')) env[k] = v;
-  return { ...env, ...extra };
-}
 
 t.test('loadConfig', async (t) => {
   const dir = await tmpDir(t, 'antenna-config-');
@@ -164,7 +148,7 @@ t.test('loadConfig', async (t) => {
 
 t.test('the CLI refuses a bad config: exit 1, the key on stderr, nothing started', async (t) => {
   const dir = await tmpDir(t, 'antenna-config-cli-');
-  const port = await freePort();
+  const port = await unusedPort();
   const bad = path.join(dir, 'bad.yaml');
   await writeFile(bad, `server:\n  host: 127.0.0.1\n  port: ${port}\n  dataDir: ./state\n  prot: 8080\n`);
   const run = spawnSync(process.execPath, [CLI, 'serve', '--config', bad], { cwd: dir, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 });

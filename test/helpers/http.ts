@@ -8,9 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 
-/** The repository root, from dist/test/<dir>/*.js or dist/test/helpers/*.js. */
-export const REPO_ROOT = path.resolve(__dirname, '../../..');
-export const CLI = path.join(REPO_ROOT, 'dist/core/cli/main.js');
+export { REPO_ROOT, CLI } from './repo.js';
 
 /** The part of a tap Test these helpers use. */
 interface Tap {

@@ -111,14 +111,7 @@ export async function serve(t: Tap): Promise<{ base: string; port: number; route
   return { base: `http://127.0.0.1:${port}`, port, routes, close, hits };
 }
 
-/** A port nothing listens on: bound once by us, then released. */
-export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { unusedPort as closedPort } from '../../helpers/env.js';
 
 export async function write(dir: string, name: string, data: string | Buffer): Promise<string> {
   const file = path.join(dir, name);
