@@ -13,9 +13,12 @@ export interface InsertOptions {
  * Inserts many rows with as few statements as possible.
  *
  * SQLite: the rows travel as ONE bound JSON text per statement
- * (`INSERT … SELECT value->>0, value->>1 … FROM json_each(?)`): binding
+ * (`INSERT … SELECT value->>0, value->>1 … FROM jsonb_each(?)`): binding
  * thousands of variables costs node-sqlite3 about a microsecond each on the
  * main thread, and knex walks every binding again; one string costs neither.
+ * jsonb_each, not json_each: json_each hands each row over as JSON text, which
+ * every `->>` parses again (100,000 channel rows of 14 columns took 2.2 s to
+ * insert that way, 1.4 s this way); jsonb_each hands it over parsed (SQLite 3.45+).
  * Values are encoded so that SQLite stores exactly what binding them would
  * have stored (safe integers that are not 32-bit are written `n.0`, as
  * node-sqlite3 binds them as REAL); a chunk holding anything else (fractions,
@@ -59,7 +62,7 @@ export async function insertValues(
   const tail = options.onConflict ? ' ' + options.onConflict : '';
   if (String(knex.client.config.client).startsWith('sqlite')) {
     // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
-    const sql = `INSERT INTO ${quote(table)} (${cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM json_each(?) WHERE true${tail}`;
+    const sql = `INSERT INTO ${quote(table)} (${cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM jsonb_each(?) WHERE true${tail}`;
     let textual: boolean[] | undefined;
     for (let i = 0; i < rows.length; i += JSON_ROWS) {
       const end = Math.min(rows.length, i + JSON_ROWS);

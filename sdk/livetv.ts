@@ -9,6 +9,14 @@ import { createExtensionPoint } from './refs.js';
 export interface TunerChannel {
   /** Stable within the tuner across refreshes: tvg-id when present, else the stream URL. */
   key: string;
+  /**
+   * The key this channel has instead when another channel of the same list has the
+   * same `key` (m3u-tuner: the tvg-id with the stream URL, for feeds like @HD/@SD that
+   * share a tvg-id). Whether a key repeats is known only once the whole list has been
+   * read; with this a tuner can still yield each channel as soon as it has it.
+   * Channels whose keys end up equal are duplicates: the first is kept.
+   */
+  keyIfShared?: string;
   name: string;
   /** Channel number as given (`22.1` allowed); missing numbers are assigned by live-tv. */
   number?: string;
@@ -43,8 +51,16 @@ export interface Tuner {
   name: string;
   /** Simultaneous upstream connections the source allows. */
   maxStreams: number;
-  /** The full channel list; called at start, on refresh and on `antenna guide refresh`. */
-  listChannels(options: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void }): Promise<TunerChannel[]>;
+  /**
+   * The full channel list; called at start, on refresh and on `antenna guide refresh`.
+   * An array, or an async iterable (e.g. an `async *listChannels()` generator) for long
+   * lists: each channel is reduced to its stored row as it is yielded, so a tuner that
+   * builds channels one at a time (a playlist parsed as it downloads) never holds them
+   * all. The iteration happens outside any database transaction. The first channel of a
+   * key wins; later ones with the same key are counted as duplicates. Throwing (or
+   * failing the iteration) keeps the previous channels.
+   */
+  listChannels(options: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void }): Promise<TunerChannel[]> | AsyncIterable<TunerChannel>;
   /** How to read one channel now. Throw an AppError (502/503) when the upstream is unusable. */
   openStream(options: { channel: TunerChannel; signal: AbortSignal }): Promise<StreamSource>;
   /** How often to call listChannels again (ms); omit for never. */
@@ -107,3 +123,71 @@ export interface GuideRegistry {
 
 export const tunersExtensionPoint = createExtensionPoint<TunerRegistry>('live-tv.tuners');
 export const guidesExtensionPoint = createExtensionPoint<GuideRegistry>('live-tv.guides');
+
+/**
+ * What live-tv offers the plugins that build on live TV (the DVR): channel and
+ * guide lookups, and a way to keep a channel's live session running. A held
+ * session is the very job viewers use (`live:<id>`): one ffmpeg, one upstream
+ * connection and one tuner slot, however many viewers and recordings share it.
+ *
+ *   env.registerInit({ deps: { live: liveTvExtensionPoint }, init({ live }) { … } })
+ */
+export interface LiveChannelInfo {
+  id: number;
+  name: string;
+  /** Channel number as shown. */
+  number: string;
+  /** The tuner the channel comes from; its maxStreams bounds the channels running at once. */
+  tunerId: string;
+  tunerName: string;
+  maxStreams: number;
+}
+
+/** A programme of the guide as it is now. Its id stays while its start time stays. */
+export interface LiveProgramme {
+  id: number;
+  channelId: number;
+  title: string;
+  /** ms since epoch, UTC. */
+  start: number;
+  stop: number;
+}
+
+/** A channel's live session kept running by a holder until release(). */
+export interface LiveHold {
+  /**
+   * Where the session's current run writes: ffmpeg's CMAF segmenter output, a
+   * `manifest.mpd` listing the finished segments, with its init and media
+   * segments beside it. `run` changes when the session restarts (ffmpeg died,
+   * the upstream dropped, a switch to transcoding): a new run has new init
+   * segments and its own timeline. Segments leave the directory a few dozen
+   * seconds after they are listed: copy or link them as they come.
+   * Undefined until the first run has started.
+   */
+  current(): { run: string; dir: string } | undefined;
+  /** Why the session is not producing right now (upstream failure), if it is not. */
+  lastError(): string | undefined;
+  /** Settles when the session has ended (shutdown, stopped): hold again to go on. */
+  readonly ended: Promise<void>;
+  release(): void;
+}
+
+export interface LiveTvAccess {
+  /** A present channel of a registered tuner. */
+  channel(id: number): Promise<LiveChannelInfo | undefined>;
+  /** One programme of one channel. */
+  programme(channelId: number, programmeId: number): Promise<LiveProgramme | undefined>;
+  /** The channel's programmes overlapping [from, to), by start. */
+  programmes(channelId: number, from: number, to: number): Promise<LiveProgramme[]>;
+  /** Changes whenever the channels or the guide change (an import here or in the CLI). */
+  guideVersion(): Promise<string>;
+  /**
+   * Starts the channel's session if it is not running (taking a tuner slot; when
+   * the tuner is full, a session only viewers use gives way: recordings come
+   * first) and keeps it running until release(). Throws 404 for an unknown
+   * channel and 409 when every slot is held by other holders.
+   */
+  hold(channelId: number, label: string): Promise<LiveHold>;
+}
+
+export const liveTvExtensionPoint = createExtensionPoint<LiveTvAccess>('live-tv.access');

@@ -2,8 +2,9 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { gunzipSync } from 'node:zlib';
+import { createGunzip } from 'node:zlib';
 import { errors } from './errors.js';
 
 export interface OpenedSource {
@@ -67,33 +68,76 @@ export async function openSource(location: string, options: SourceOptions = {}):
   return { stream: createReadStream(file, { highWaterMark: 256 * 1024, signal }), size, url: `file://${file}` };
 }
 
-/** The whole source in memory, gunzipped when it is gzip (by content, not by name), at most maxBytes. */
-export async function readSource(location: string, options: SourceOptions & { maxBytes?: number } = {}): Promise<{ data: Buffer; url: string }> {
-  const maxBytes = options.maxBytes ?? 512 * 1024 * 1024;
+export interface SourceChunks {
+  /** The bytes in order, gunzipped when the source is gzip (by content, not by name). Iterate once. */
+  chunks: AsyncIterable<Buffer>;
+  /** Bytes as stored or sent (compressed, for gzip), when known. */
+  size?: number;
+  /** The absolute URL (file:// for files), e.g. to resolve relative links. */
+  url: string;
+}
+
+/**
+ * The source as a stream of byte chunks, for parsing while it is read (the
+ * whole file never sits in memory), gunzipped when it is gzip, at most
+ * maxBytes (decompressed; default 512 MiB). Opening fails as openSource does;
+ * a failure while reading throws from the iteration: 413 past maxBytes, 502
+ * for anything else (connection lost, corrupt gzip), naming the source.
+ */
+export async function streamSource(location: string, options: SourceOptions & { maxBytes?: number } = {}): Promise<SourceChunks> {
   const opened = await openSource(location, options);
-  const chunks: Buffer[] = [];
+  return { chunks: readChunks(opened, location, options.maxBytes ?? 512 * 1024 * 1024, options.signal), size: opened.size, url: opened.url };
+}
+
+async function* readChunks(opened: OpenedSource, location: string, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  const input = opened.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let gunzip: ReturnType<typeof createGunzip> | undefined;
   let total = 0;
+  const counted = (chunk: Buffer): Buffer => {
+    total += chunk.length;
+    if (total > maxBytes) throw errors.payloadTooLarge(`${redact(location)} is larger than ${maxBytes} bytes`);
+    return chunk;
+  };
   try {
-    for await (const chunk of opened.stream) {
-      total += chunk.length;
-      if (total > maxBytes) throw errors.payloadTooLarge(`${redact(location)} is larger than ${maxBytes} bytes`);
-      chunks.push(chunk as Buffer);
+    // The first two bytes say whether it is gzip.
+    let head: Buffer = Buffer.alloc(0);
+    while (head.length < 2) {
+      const r = await input.next();
+      if (r.done) break;
+      head = head.length ? Buffer.concat([head, r.value]) : r.value;
+    }
+    if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) {
+      gunzip = createGunzip();
+      const compressed = async function* () {
+        yield head;
+        for (let r = await input.next(); !r.done; r = await input.next()) yield r.value;
+      };
+      const feeding = pipeline(compressed(), gunzip);
+      feeding.catch(() => {}); // its error also ends the iteration of gunzip below
+      for await (const chunk of gunzip) yield counted(chunk as Buffer);
+      await feeding;
+    } else {
+      if (head.length) yield counted(head);
+      for (let r = await input.next(); !r.done; r = await input.next()) yield counted(r.value);
     }
   } catch (err) {
-    opened.stream.destroy();
     if ((err as { statusCode?: number }).statusCode) throw err;
-    options.signal?.throwIfAborted();
+    signal?.throwIfAborted();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (gunzip && code?.startsWith('Z_')) throw errors.badGateway(`${redact(location)} is not valid gzip: ${(err as Error).message}`);
     throw errors.badGateway(`reading ${redact(location)} failed: ${(err as Error).message}`);
+  } finally {
+    gunzip?.destroy();
+    opened.stream.destroy();
   }
-  let data = Buffer.concat(chunks);
-  if (data.length >= 2 && data[0] === 0x1f && data[1] === 0x8b) {
-    try {
-      data = gunzipSync(data, { maxOutputLength: maxBytes });
-    } catch (err) {
-      throw errors.badGateway(`${redact(location)} is not valid gzip: ${(err as Error).message}`);
-    }
-  }
-  return { data, url: opened.url };
+}
+
+/** The whole source in memory, gunzipped when it is gzip (by content, not by name), at most maxBytes. */
+export async function readSource(location: string, options: SourceOptions & { maxBytes?: number } = {}): Promise<{ data: Buffer; url: string }> {
+  const source = await streamSource(location, options);
+  const chunks: Buffer[] = [];
+  for await (const chunk of source.chunks) chunks.push(chunk);
+  return { data: Buffer.concat(chunks), url: source.url };
 }
 
 /** Credentials in source URLs never reach a log or an error message. */

@@ -1,22 +1,23 @@
+import type { Knex } from 'knex';
 import type { Database, Logger, TunerChannel } from 'antenna/sdk';
 import { insertValues } from 'antenna/sdk';
 import { fold, numberSortKey } from './text.js';
 
 export interface Channel {
-  id: number;
-  tunerId: string;
-  key: string;
-  name: string;
+  readonly id: number;
+  readonly tunerId: string;
+  readonly key: string;
+  readonly name: string;
   /** The number shown: the tuner's, else the one we assigned. */
-  number: string;
-  tvgId: string | null;
-  tvgName: string | null;
-  logo: string | null;
-  groups: string[];
-  extra: Record<string, string>;
-  data: Record<string, unknown>;
+  readonly number: string;
+  readonly tvgId: string | null;
+  readonly tvgName: string | null;
+  readonly logo: string | null;
+  readonly groups: string[];
+  readonly extra: Record<string, string>;
+  readonly data: Record<string, unknown>;
   /** Folded name and number, for search. */
-  search: string;
+  readonly search: string;
 }
 
 export interface ChannelSnapshot {
@@ -27,9 +28,13 @@ export interface ChannelSnapshot {
 }
 
 const VERSION_CHECK_MS = 1000;
-const STORE_CHUNK = 5000;
+const STORE_CHUNK = 400;
 const LOAD_CHUNK = 10_000;
+const HIDE_CHUNK = 10_000;
 const CHANNEL_COLUMNS = ['tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data', 'present', 'position', 'updated_at'];
+const SNAPSHOT_COLUMNS = ['id', 'tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data', 'position'];
+/** A changed row is rewritten whole, through its id. */
+const UPDATE_ON_ID = `ON CONFLICT (id) DO UPDATE SET ${CHANNEL_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`;
 
 export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
 
@@ -37,6 +42,203 @@ const parse = <T>(text: string | null, fallback: T): T => {
   if (!text) return fallback;
   try { return JSON.parse(text) as T; } catch { return fallback; }
 };
+
+const isSqlite = (knex: Database): boolean => String(knex.client.config.client).startsWith('sqlite');
+
+/**
+ * `text`, flattened. A string made by concatenation (`tvg:${id}|${url}`) is a
+ * tree of its parts until V8 flattens it, and m3u-tuner's parts are slices of
+ * whole playlist lines: 100,000 kept keys kept 28 MB of lines alive. Reading a
+ * character flattens it into a copy of its own characters.
+ */
+function flat(text: string): string {
+  text.charCodeAt(0);
+  return text;
+}
+
+/** A tuner's row as an import finds it stored, when the snapshot does not hold it (hidden rows). */
+interface StoredRow {
+  readonly id: number;
+  readonly assigned: string | null;
+  readonly present: boolean;
+}
+
+/**
+ * A channel of the snapshot, and the row an import writes for it. `extra`,
+ * `data` and `search` are worked out on first use: only opening a stream needs
+ * the first two and only a search the last, while for 100,000 channels parsing
+ * and folding them all costs seconds and tens of MB at every reload.
+ */
+class StoredChannel implements Channel, StoredRow {
+  private extraValue?: Record<string, string>;
+  private dataValue?: Record<string, unknown>;
+  private searchValue?: string;
+
+  constructor(
+    /** 0 until a new row is stored. */
+    public id: number,
+    readonly tunerId: string, readonly key: string, readonly name: string,
+    /** The tuner's number; `assigned` is ours, for a channel without one. */
+    readonly given: string | null, readonly assigned: string | null,
+    readonly tvgId: string | null, readonly tvgName: string | null, readonly logo: string | null, readonly groups: string[],
+    readonly extraJson: string, readonly dataJson: string,
+    /**
+     * The channel's place in the tuner's list when its row was last written. A channel
+     * listed higher or lower only because others came or went is not rewritten for that:
+     * one channel added at the top of a 100,000-channel playlist would rewrite them all.
+     */
+    readonly position: number,
+  ) {}
+
+  get present(): boolean { return true; }
+  get number(): string { return this.given ?? this.assigned ?? ''; }
+  get extra(): Record<string, string> { return (this.extraValue ??= parse(this.extraJson, {})); }
+  get data(): Record<string, unknown> { return (this.dataValue ??= parse(this.dataJson, {})); }
+  get search(): string { return (this.searchValue ??= fold(`${this.name} ${this.number}`)); }
+
+  /** Everything the tuner gives is the same (not the id, key, assigned number or position). */
+  sameContent(o: StoredChannel): boolean {
+    return this.name === o.name && this.given === o.given && this.tvgId === o.tvgId && this.tvgName === o.tvgName && this.logo === o.logo &&
+      (this.groups === o.groups || JSON.stringify(this.groups) === JSON.stringify(o.groups)) &&
+      this.extraJson === o.extraJson && this.dataJson === o.dataJson;
+  }
+
+  // Snapshots share channels: a change makes a copy, never changes one in place.
+  withAssigned(assigned: string | null): StoredChannel {
+    return new StoredChannel(this.id, this.tunerId, this.key, this.name, this.given, assigned, this.tvgId, this.tvgName, this.logo,
+      this.groups, this.extraJson, this.dataJson, this.position);
+  }
+
+  moved(key: string, position: number): StoredChannel {
+    return new StoredChannel(0, this.tunerId, key, this.name, this.given, this.assigned, this.tvgId, this.tvgName, this.logo,
+      this.groups, this.extraJson, this.dataJson, position);
+  }
+
+  row(groupJson: (groups: string[]) => string, stamp: number): unknown[] {
+    return [
+      this.tunerId, this.key, this.name, this.given, this.assigned, this.tvgId, this.tvgName, this.logo,
+      groupJson(this.groups), this.extraJson, this.dataJson, true, this.position, stamp,
+    ];
+  }
+}
+
+/** Group lists are few and repeated (`["News"]`): channels share one array per list, whose JSON is made once. */
+class GroupArrays {
+  private readonly byJson = new Map<string, string[]>();
+  private readonly jsonOf = new Map<readonly string[], string>();
+  array(json: string): string[] {
+    let groups = this.byJson.get(json);
+    if (!groups) {
+      this.byJson.set(json, (groups = parse<string[]>(json, [])));
+      this.jsonOf.set(groups, json);
+    }
+    return groups;
+  }
+  json = (groups: readonly string[]): string => {
+    let json = this.jsonOf.get(groups);
+    if (json === undefined) {
+      json = JSON.stringify(groups);
+      // A tuner may share arrays between its channels (m3u-tuner does) or give each its own: not 100,000 of those.
+      if (this.jsonOf.size < 10_000) this.jsonOf.set(groups, json);
+    }
+    return json;
+  };
+}
+
+/**
+ * A listed channel as it would be stored (its id and assigned number are worked
+ * out later), or `before` when that is the same channel unchanged: so an
+ * unchanged channel costs nothing new, and the snapshot keeps its objects.
+ */
+function listedChannel(c: TunerChannel, tunerId: string, position: number, groups: GroupArrays, before: StoredChannel | undefined): StoredChannel {
+  const name = c.name.slice(0, 512) || c.key.slice(0, 512);
+  const given = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
+  const tvgId = c.tvgId?.trim() || null;
+  const tvgName = c.tvgName ?? null;
+  const logo = c.logo || null;
+  const groupList = groups.array(groups.json(c.groups ?? []));
+  const extra = JSON.stringify(c.extra ?? {});
+  const data = JSON.stringify(c.data ?? {});
+  if (before && before.name === name && before.given === given && before.tvgId === tvgId &&
+    before.tvgName === tvgName && before.logo === logo && before.extraJson === extra && before.dataJson === data &&
+    groups.json(before.groups) === groups.json(groupList)) return before;
+  // The strings kept, as compact copies (back from one JSON text): the tuner's may be slices of
+  // larger strings (m3u-tuner's: of the playlist's text) or concatenations of such slices (keys),
+  // which would keep it all alive; and what JSON.stringify returns is a tree of its own parts.
+  const [key, n, id, tn, l, x, d] = JSON.parse(JSON.stringify([c.key, name, tvgId, tvgName === name ? null : tvgName, logo, extra, data])) as string[];
+  return new StoredChannel(0, tunerId, key, n, given, null, id, tvgName === name ? n : tn, l, groupList, x, d, position);
+}
+
+/**
+ * The rows `query` selects, each as an array in `columns` order. On SQLite the
+ * rows come back as one JSON text: node-sqlite3 builds an object per row, which
+ * for 100,000 rows costs about four times as much.
+ */
+async function selectArrays(knex: Database, query: Knex.QueryBuilder, columns: string[]): Promise<unknown[][]> {
+  query.select(columns);
+  if (!isSqlite(knex)) return (await query).map((r: Record<string, unknown>) => columns.map((c) => r[c]));
+  const { sql, bindings } = query.toSQL();
+  const rows = await knex.raw(`SELECT json_group_array(json_array(${columns.map((c) => `"${c}"`).join(', ')})) AS j FROM (${sql})`, bindings);
+  return JSON.parse(rows[0].j);
+}
+
+function sortChannels(channels: Channel[]): Channel[] {
+  // numberSortKey once per channel, not twice per comparison.
+  const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
+  keyed.sort((a, b) => a.k - b.k || a.c.number.localeCompare(b.c.number) || a.c.name.localeCompare(b.c.name) || a.c.id - b.c.id);
+  for (let i = 0; i < keyed.length; i++) channels[i] = keyed[i].c;
+  return channels;
+}
+
+const snapshotOf = (version: number, channels: Channel[]): ChannelSnapshot =>
+  ({ version, channels: sortChannels(channels), byId: new Map(channels.map((c) => [c.id, c])) });
+
+/**
+ * Writes rows STORE_CHUNK at a time, with at most two statements queued: the
+ * next chunk is encoded on the main thread while SQLite, in libuv's pool,
+ * stores the previous one. Chunks stay small enough (~120 KB of JSON) for V8's
+ * young generation; a large string would go straight to the old one, and 25 MB
+ * of them per import is what V8 grows the heap by before collecting them.
+ */
+class ChunkWriter {
+  rows = 0;
+  private readonly added: StoredChannel[] = [];
+  private readonly updated: StoredChannel[] = [];
+  private storing?: Promise<void>;
+
+  constructor(private readonly trx: Database, private readonly stamp: number, private readonly groups: GroupArrays) {}
+
+  /** A new row; a promise to wait for when a chunk went out. */
+  add(c: StoredChannel): Promise<void> | undefined {
+    this.added.push(c);
+    return this.added.length >= STORE_CHUNK ? this.flush(this.added, false) : undefined;
+  }
+
+  /** A changed row, rewritten whole through its id. */
+  update(c: StoredChannel): Promise<void> | undefined {
+    this.updated.push(c);
+    return this.updated.length >= STORE_CHUNK ? this.flush(this.updated, true) : undefined;
+  }
+
+  async done(): Promise<void> {
+    await this.flush(this.updated, true);
+    await this.flush(this.added, false);
+    await this.storing;
+  }
+
+  private async flush(channels: StoredChannel[], withId: boolean): Promise<void> {
+    if (!channels.length) return;
+    this.rows += channels.length;
+    const rows = channels.map((c) => (withId ? [c.id, ...c.row(this.groups.json, this.stamp)] : c.row(this.groups.json, this.stamp)));
+    channels.length = 0;
+    // Encoded now and queued behind the statement in flight (the connection runs them in turn), so
+    // SQLite goes from one to the next without waiting; then wait for that one: two at most.
+    const previous = this.storing;
+    this.storing = insertValues(this.trx, 'livetv_channels', withId ? ['id', ...CHANNEL_COLUMNS] : CHANNEL_COLUMNS, rows, withId ? { onConflict: UPDATE_ON_ID } : {});
+    this.storing.catch(() => {}); // awaited by the next flush or done()
+    await previous;
+  }
+}
 
 /**
  * Channels in the database, with an in-memory snapshot that is rebuilt when the
@@ -49,8 +251,8 @@ export class ChannelStore {
 
   constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
 
-  async version(): Promise<number> {
-    const row = await this.knex('livetv_state').where({ key: 'version' }).first('value');
+  async version(trx: Database = this.knex): Promise<number> {
+    const row = await trx('livetv_state').where({ key: 'version' }).first('value');
     return Number(row?.value ?? 0);
   }
 
@@ -78,110 +280,216 @@ export class ChannelStore {
 
   private async load(version: number): Promise<ChannelSnapshot> {
     const tuners = this.tunerIds();
+    const groups = new GroupArrays();
     const channels: Channel[] = [];
-    // By id, LOAD_CHUNK rows a query, in one read transaction (one consistent state): node-sqlite3
-    // holds a whole result twice (C++ rows, then JS objects), which for 100,000 channels was a few
-    // hundred MB at once. The order is the sort's below.
+    // By id, LOAD_CHUNK rows a query, in one read transaction (one consistent state), so that a
+    // whole result (100,000 rows: tens of MB as JSON) is never in memory at once.
     await this.knex.transaction(async (trx) => { for (let after = -Infinity; ;) {
-      const rows = await trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK)
-        .select('id', 'tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data');
-      for (const r of rows) {
-        if (!tuners.has(r.tuner_id)) continue;
-        const number = r.number ?? r.assigned_number ?? '';
-        channels.push({
-          id: r.id, tunerId: r.tuner_id, key: r.key, name: r.name, number, tvgId: r.tvg_id, tvgName: r.tvg_name, logo: r.logo,
-          groups: parse<string[]>(r.groups, []), extra: parse(r.extra, {}), data: parse(r.data, {}),
-          search: fold(`${r.name} ${number}`),
-        });
+      const rows = await selectArrays(trx, trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK), SNAPSHOT_COLUMNS);
+      for (const r of rows as [number, string, string, string, string | null, string | null, string | null, string | null, string | null, string, string, string, number][]) {
+        const [id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groupsJson, extra, data, position] = r;
+        if (id > after) after = id;
+        if (!tuners.has(tunerId)) continue;
+        channels.push(new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), extra, data, position));
       }
       if (rows.length < LOAD_CHUNK) break;
-      after = rows[rows.length - 1].id;
     } });
-    // numberSortKey once per channel, not twice per comparison.
-    const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
-    keyed.sort((a, b) => a.k - b.k || a.c.number.localeCompare(b.c.number) || a.c.name.localeCompare(b.c.name) || a.c.id - b.c.id);
-    for (let i = 0; i < keyed.length; i++) channels[i] = keyed[i].c;
-    this.snapshot = { version, channels, byId: new Map(channels.map((c) => [c.id, c])) };
-    return this.snapshot;
+    const snapshot = snapshotOf(version, channels);
+    // An import of this process may have put a newer snapshot in place meanwhile.
+    if (!this.snapshot || this.snapshot.version <= version) this.snapshot = snapshot;
+    return snapshot;
   }
 
   /**
    * Makes the tuner's channels exactly `incoming`: known keys keep their ids,
    * new keys get new ids, keys no longer listed are hidden (not deleted, so a
    * channel that comes back keeps its id, favorites and recordings).
+   *
+   * Only the rows that differ from what is stored are written. What is stored is
+   * what the snapshot holds (it holds every present channel whole), so a
+   * channel listed unchanged is the snapshot's own object: an identical playlist
+   * writes nothing and holds nothing new, and the snapshot after the import is
+   * made from the one before and the rows written, not reloaded.
+   * `listed` is called once the whole list has been read.
    */
-  async replaceTunerChannels(tunerId: string, incoming: TunerChannel[]): Promise<ImportCounts> {
-    const stamp = this.now();
-    const unique = new Map<string, TunerChannel>();
-    for (const c of incoming) if (!unique.has(c.key)) unique.set(c.key, c);
-    const duplicates = incoming.length - unique.size;
+  async replaceTunerChannels(
+    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel>, listed?: (channels: number) => void,
+  ): Promise<ImportCounts> {
+    const base = await this.current(); // on an empty database, an empty one
+    const registered = this.tunerIds().has(tunerId);
+    // This tuner's channels by key: what each listed channel is compared with. (The hidden rows join
+    // them in the transaction: this is what it reads as stored when the snapshot is still current.)
+    const stored = new Map<string, StoredRow>();
+    if (registered) for (const c of base.channels) if (c.tunerId === tunerId) stored.set(c.key, c as StoredChannel);
+    const snapshotted = (key: string) => { const c = stored.get(key); return c instanceof StoredChannel ? c : undefined; };
+    const groups = new GroupArrays();
 
-    return this.knex.transaction(async (trx) => {
-      const existing = new Map<string, string | null>();
-      for (const r of await trx('livetv_channels').where({ tuner_id: tunerId }).select('key', 'assigned_number')) existing.set(r.key, r.assigned_number);
-      const others = await trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId }).select('number', 'assigned_number');
-      const assigned = assignNumbers([...unique.values()], existing, others);
+    // The list is read before the transaction (a tuner may use the database while it yields), each
+    // channel made at once into the row it would be stored as, or into the snapshot's own channel
+    // when that is the same: the tuner's objects (and the playlist lines their strings are slices
+    // of) go as soon as they are read.
+    const read: StoredChannel[] = []; // each with its key as listed (a compact copy, or the snapshot's own string)
+    const sharedKeys: (string | undefined)[] = [];
+    const listings = new Map<string, number>(); // how many channels list each key
+    const add = (c: TunerChannel) => {
+      const channel = listedChannel(c, tunerId, read.length, groups, snapshotted(c.key));
+      listings.set(channel.key, (listings.get(channel.key) ?? 0) + 1);
+      sharedKeys.push(c.keyIfShared === undefined ? undefined : flat(c.keyIfShared));
+      read.push(channel);
+    };
+    if (Array.isArray(incoming)) for (const c of incoming) add(c);
+    else for await (const c of incoming) add(c);
+    listed?.(read.length);
 
-      // Rows (arrays in CHANNEL_COLUMNS order) are built and stored a chunk at a time, so a
-      // 100,000-channel playlist never exists a second time over as rows; the next chunk is built
-      // while SQLite (in libuv's pool) stores the previous one.
-      const list = [...unique.values()];
-      const numbers: (string | null)[] = new Array(list.length);
-      let storing: Promise<void> | undefined;
-      for (let from = 0; from < list.length; from += STORE_CHUNK) {
-        const rows = list.slice(from, from + STORE_CHUNK).map((c, k) => {
-          const number = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
-          numbers[from + k] = number;
-          return [
-            tunerId, c.key, c.name.slice(0, 512) || c.key.slice(0, 512), number, assigned.get(c.key) ?? null,
-            c.tvgId?.trim() || null, c.tvgName ?? null, c.logo || null,
-            JSON.stringify(c.groups ?? []), JSON.stringify(c.extra ?? {}), JSON.stringify(c.data ?? {}),
-            true, from + k, stamp,
-          ];
-        });
-        if (storing) await storing;
-        storing = insertValues(trx, 'livetv_channels', CHANNEL_COLUMNS, rows, {
-          onConflict: 'ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name, number = excluded.number, ' +
-            'assigned_number = excluded.assigned_number, tvg_id = excluded.tvg_id, tvg_name = excluded.tvg_name, logo = excluded.logo, ' +
-            'groups = excluded.groups, extra = excluded.extra, data = excluded.data, present = excluded.present, ' +
-            'position = excluded.position, updated_at = excluded.updated_at',
-        });
-        storing.catch(() => {}); // awaited before the next chunk or below
+    // The keys, now that it is known which repeat; the first channel of each key counts, an exact
+    // repeat is a duplicate. A channel whose key turns out other than as listed becomes a copy with
+    // the right one (or the snapshot's channel under that key, if that is the same), and a new one
+    // takes its place in the list without the duplicates.
+    const list: StoredChannel[] = [];
+    const keys = new Set<string>();
+    for (let i = 0; i < read.length; i++) {
+      let c = read[i];
+      const shared = sharedKeys[i];
+      const key = shared !== undefined && listings.get(c.key)! > 1 ? shared : c.key;
+      if (keys.has(key)) continue;
+      keys.add(key);
+      if (c.key !== key) {
+        const before = snapshotted(key);
+        c = before && before.sameContent(c) ? before : c.moved(key, list.length);
+      } else if (!c.id && c.position !== list.length) {
+        c = c.moved(key, list.length);
       }
-      if (storing) await storing;
-      const removed = await trx('livetv_channels').where({ tuner_id: tunerId, present: true }).where('updated_at', '<', stamp).update({ present: false });
-      await moveClashingAssignedNumbers(trx, tunerId, numbers);
-      await this.bumpVersion(trx);
-      const added = [...unique.keys()].filter((k) => !existing.has(k)).length;
-      return { channels: unique.size, added, removed: Number(removed), duplicates };
+      list.push(c);
+    }
+    const total = read.length;
+    read.length = sharedKeys.length = 0;
+    listings.clear();
+
+    const stamp = this.now();
+    const done = await this.knex.transaction(async (trx) => {
+      // PostgreSQL: one import at a time, as this row stays locked until commit. SQLite serialises
+      // writers itself: an import whose reads predate another one's commit fails to write (SQLITE_BUSY).
+      const versionQuery = trx('livetv_state').where({ key: 'version' }).first('value');
+      const version = Number((await (isSqlite(trx) ? versionQuery : versionQuery.forUpdate()))?.value ?? 0);
+      // What is stored now: the present channels from the snapshot when it is current (another
+      // import of this process may have made a newer one since this one began), the hidden rows
+      // from the database. Without a current snapshot (another process imported meanwhile) every
+      // row is read, without its content: those still listed are rewritten.
+      const latest = this.snapshot?.version === version ? this.snapshot : undefined;
+      if (latest !== base) {
+        stored.clear();
+        if (latest && registered) for (const c of latest.channels) if (c.tunerId === tunerId) stored.set(c.key, c as StoredChannel);
+      }
+      for (const [id, key, assigned, present] of await selectArrays(trx,
+        trx('livetv_channels').where({ tuner_id: tunerId, ...(latest && registered ? { present: false } : {}) }),
+        ['id', 'key', 'assigned_number', 'present']) as [number, string, string | null, number | boolean][]) {
+        stored.set(key, { id, assigned, present: !!present });
+      }
+
+      const others = await selectArrays(trx, trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId })
+        .orderBy([{ column: 'tuner_id' }, { column: 'position' }]), ['id', 'number', 'assigned_number']) as Others;
+      const assigned = assignNumbers(list, stored, others);
+      const maxId = Number((await trx('livetv_channels').max({ m: 'id' }).first())?.m ?? 0);
+
+      const inserted: StoredChannel[] = []; // by position (its place in the list)
+      let added = 0;
+      const writer = new ChunkWriter(trx, stamp, groups);
+      for (let i = 0; i < list.length; i++) {
+        let c = list[i];
+        const number = assigned.get(c.key) ?? null;
+        if (c.assigned !== number) c = c.withAssigned(number);
+        const before = stored.get(c.key);
+        if (!before) {
+          if (c.id) c = c.moved(c.key, i); // (a snapshot's channel without a row: never changed in place)
+          inserted[i] = c;
+          added++;
+          const flushing = writer.add(c);
+          if (flushing) await flushing;
+        } else if (before instanceof StoredChannel && before.assigned === c.assigned && (before === c || before.sameContent(c))) {
+          c = before; // unchanged
+        } else {
+          if (!c.id) c.id = before.id;
+          const flushing = writer.update(c);
+          if (flushing) await flushing;
+        }
+        list[i] = c;
+      }
+      await writer.done();
+      if (added) {
+        // The new rows' ids, matched by position (unique within this import).
+        for (const [id, position] of await selectArrays(trx, trx('livetv_channels').where({ tuner_id: tunerId }).where('id', '>', maxId), ['id', 'position']) as [number, number][]) {
+          const c = inserted[position];
+          if (c) c.id = id;
+        }
+      }
+      const hidden: number[] = [];
+      for (const [key, before] of stored) if (before.present && !keys.has(key)) hidden.push(before.id);
+      for (let i = 0; i < hidden.length; i += HIDE_CHUNK) {
+        await trx('livetv_channels').whereIn('id', hidden.slice(i, i + HIDE_CHUNK)).update({ present: false });
+      }
+      const moved = await moveClashingAssignedNumbers(trx, list, others);
+      const changed = writer.rows + hidden.length + moved.size > 0;
+      // Nothing written, no new version: no process reloads its snapshot for an identical playlist.
+      if (changed) await this.bumpVersion(trx);
+      return { version, latest, changed, moved, counts: { channels: list.length, added, removed: hidden.length, duplicates: total - list.length } };
     });
+
+    // (Unless an import that committed after this one has put a newer snapshot in place meanwhile.)
+    if (done.changed && (this.snapshot?.version ?? -1) <= done.version) {
+      // Without the snapshot this import compared with (another process imported meanwhile): reload on the next read.
+      this.snapshot = done.latest ? this.updated(done.latest, done.version + 1, tunerId, list, done.moved) : undefined;
+    }
+    return done.counts;
+  }
+
+  /**
+   * The snapshot after an import, from the one current when it wrote: other
+   * tuners' channels stay (with the numbers moved), this tuner's are the ones
+   * just listed (unchanged ones are the same objects).
+   */
+  private updated(base: ChannelSnapshot, version: number, tunerId: string, list: StoredChannel[], moved: Map<number, string>): ChannelSnapshot {
+    const channels: Channel[] = [];
+    for (const c of base.channels) {
+      if (c.tunerId === tunerId) continue;
+      const number = moved.get(c.id);
+      channels.push(number === undefined ? c : (c as StoredChannel).withAssigned(number));
+    }
+    if (this.tunerIds().has(tunerId)) for (const c of list) channels.push(c);
+    return snapshotOf(version, channels);
   }
 }
+
+/** Other tuners' present channels, in their tuners' order: whose numbers an import must not take. */
+type Others = [id: number, number: string | null, assigned: string | null][];
 
 /**
  * Another tuner's channel may hold, as a number we assigned, a number this
  * playlist now gives: that channel moves to the next free number (once; it
  * keeps the new one afterwards), so no two channels ever share a number.
+ * Returns the channels moved, by id, with their new numbers.
  */
-async function moveClashingAssignedNumbers(trx: Database, tunerId: string, given: (string | null)[]): Promise<void> {
-  const wanted = new Set(given.filter((n): n is string => !!n));
-  if (!wanted.size) return;
-  const others = await trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId })
-    .orderBy([{ column: 'tuner_id' }, { column: 'position' }]).select('id', 'number', 'assigned_number');
-  const clashing = others.filter((o) => !o.number && o.assigned_number && wanted.has(o.assigned_number));
-  if (!clashing.length) return;
+async function moveClashingAssignedNumbers(trx: Database, list: StoredChannel[], others: Others): Promise<Map<number, string>> {
+  const moved = new Map<number, string>();
+  if (!others.some(([, number, assigned]) => !number && assigned)) return moved;
+  const wanted = new Set<string>();
+  for (const c of list) if (c.given) wanted.add(c.given);
+  const clashing = others.filter(([, number, assigned]) => !number && assigned && wanted.has(assigned));
+  if (!clashing.length) return moved;
   const taken = new Set<string>(wanted);
-  for (const o of others) if (o.number ?? o.assigned_number) taken.add(o.number ?? o.assigned_number);
+  for (const [, number, assigned] of others) if (number ?? assigned) taken.add((number ?? assigned)!);
   let next = 1;
   for (const n of taken) {
     const v = Number.parseFloat(n);
     if (Number.isFinite(v)) next = Math.max(next, Math.floor(v) + 1);
   }
-  for (const o of clashing) {
+  for (const [id] of clashing) {
     while (taken.has(String(next))) next++;
-    taken.add(String(next));
-    await trx('livetv_channels').where({ id: o.id }).update({ assigned_number: String(next++) });
+    const number = String(next++);
+    taken.add(number);
+    await trx('livetv_channels').where({ id }).update({ assigned_number: number });
+    moved.set(id, number);
   }
+  return moved;
 }
 
 /**
@@ -189,36 +497,28 @@ async function moveClashingAssignedNumbers(trx: Database, tunerId: string, given
  * number it was assigned before when that is still free, others get the next
  * free integers above every number in use, so none collides with a given one.
  */
-function assignNumbers(
-  channels: TunerChannel[],
-  previous: Map<string, string | null>,
-  others: { number: string | null; assigned_number: string | null }[],
-): Map<string, string> {
+function assignNumbers(channels: StoredChannel[], previous: Map<string, StoredRow>, others: Others): Map<string, string> {
   const taken = new Set<string>();
   let max = 0;
   const use = (n: string | null | undefined) => {
-    if (!n) return;
+    if (!n || taken.has(n)) return;
     taken.add(n);
     const v = Number.parseFloat(n);
-    if (Number.isFinite(v)) max = Math.max(max, Math.floor(v));
+    if (Number.isFinite(v) && v > max) max = Math.floor(v);
   };
-  for (const c of channels) use(c.number?.trim());
-  for (const o of others) use(o.number ?? o.assigned_number);
+  for (const c of channels) use(c.given);
+  for (const [, number, assigned] of others) use(number ?? assigned);
   const result = new Map<string, string>();
-  const pending: TunerChannel[] = [];
+  const pending: StoredChannel[] = [];
   for (const c of channels) {
-    if (c.number?.trim()) continue;
-    const before = previous.get(c.key);
+    if (c.given) continue;
+    const before = previous.get(c.key)?.assigned;
     if (before && !taken.has(before)) {
-      taken.add(before);
+      use(before);
       result.set(c.key, before);
     } else {
       pending.push(c);
     }
-  }
-  for (const n of taken) {
-    const v = Number.parseFloat(n);
-    if (Number.isFinite(v)) max = Math.max(max, Math.floor(v));
   }
   let next = max + 1;
   for (const c of pending) {

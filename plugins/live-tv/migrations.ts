@@ -91,4 +91,18 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '004_channels_by_tuner',
+    async up(knex) {
+      // The unique index on (tuner_id, key) goes: an import matches listed channels to rows by key
+      // itself (the snapshot holds every present row) and inserts new rows plainly, and keeping a
+      // 100,000-entry index of URLs up to date cost a quarter of a first import. SQLite serialises
+      // imports (a writer whose reads predate another's commit fails); on PostgreSQL an import locks
+      // the version row. Reads by tuner keep an index, which also finds a tuner's hidden rows.
+      await knex.schema.alterTable('livetv_channels', (t) => {
+        t.dropUnique(['tuner_id', 'key']);
+        t.index(['tuner_id', 'present'], 'livetv_channels_tuner');
+      });
+    },
+  },
 ];

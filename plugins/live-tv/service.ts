@@ -1,4 +1,4 @@
-import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner, TunerChannel } from 'antenna/sdk';
+import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner } from 'antenna/sdk';
 import { ChannelStore, type ImportCounts } from './channel-store.js';
 import { GuideStore } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
@@ -33,11 +33,14 @@ export class LiveTvService {
       run: async (ctx) => {
         const report = (f: number, m?: string) => { ctx.progress(f, m); progress?.(tuner.name, f, m); };
         report(0, 'reading playlist');
-        let list: TunerChannel[] | undefined = await tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
-        ctx.signal.throwIfAborted();
-        report(0.8, `storing ${list.length} channels`);
-        const counts = await this.channels.replaceTunerChannels(tuner.id, list);
-        list = undefined; // a big playlist (100,000 channels: ~100 MB) need not live on while the snapshot reloads
+        // An array, or an async iterable: the store reduces each channel to its row as the tuner
+        // yields it, so a 100,000-channel list never exists as objects all at once.
+        const listed = tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
+        const channels = Symbol.asyncIterator in listed ? listed : await listed;
+        const counts = await this.channels.replaceTunerChannels(tuner.id, channels, (n) => {
+          ctx.signal.throwIfAborted();
+          report(0.8, `storing ${n} channels`);
+        });
         await this.remap();
         ctx.data.result = counts;
         report(1, `${counts.channels} channels (${counts.added} new, ${counts.removed} gone, ${counts.duplicates} duplicates skipped)`);

@@ -6,31 +6,25 @@ const USED = new Set(['tvg-id', 'tvg-name', 'tvg-logo', 'tvg-chno', 'channel-num
   'user-agent', 'http-user-agent', 'http-referrer', 'http-origin', 'referrer', 'referer']);
 
 /**
- * Playlist entries as channels with keys that stay the same across refreshes:
- * the tvg-id, or for a tvg-id the playlist repeats (feeds like @HD/@SD of one
- * channel) the tvg-id with the stream URL, or the stream URL alone. An exact
- * repeat (same key) is dropped and counted.
+ * A playlist entry as a channel, with a key that stays the same across
+ * refreshes: the tvg-id, or for a tvg-id the playlist repeats (feeds like
+ * @HD/@SD of one channel) the tvg-id with the stream URL (`keyIfShared`: live-tv
+ * tells once the whole list is read), or the stream URL alone. An exact repeat
+ * (same key) is listed again; live-tv keeps the first and counts it.
  */
-export function toTunerChannels(entries: M3uEntry[]): { channels: TunerChannel[]; duplicates: number } {
-  const tvgCount = new Map<string, number>();
-  for (const e of entries) if (e.tvgId) tvgCount.set(e.tvgId, (tvgCount.get(e.tvgId) ?? 0) + 1);
-  const seen = new Set<string>();
-  const channels: TunerChannel[] = [];
-  let duplicates = 0;
-  for (const e of entries) {
-    const key = e.tvgId ? ((tvgCount.get(e.tvgId) ?? 0) > 1 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`) : `url:${e.url}`;
-    if (seen.has(key)) {
-      duplicates++;
-      continue;
-    }
-    seen.add(key);
-    const extra: Record<string, string> = {};
-    for (const [k, v] of Object.entries(e.attrs)) if (!USED.has(k) && v !== '') extra[k] = v;
-    channels.push({
-      key, name: e.name, number: e.number, tvgId: e.tvgId, tvgName: e.tvgName, logo: e.tvgLogo,
-      groups: [...e.groups], extra,
-      data: { url: e.url, headers: { ...e.headers }, ...(Object.keys(e.kodiProps).length ? { kodiProps: { ...e.kodiProps } } : {}) },
-    });
+export function toTunerChannel(e: M3uEntry): TunerChannel {
+  let extra: Record<string, string> | undefined;
+  for (const k in e.attrs) {
+    const v = e.attrs[k];
+    if (!USED.has(k) && v !== '') (extra ??= {})[k] = v;
   }
-  return { channels, duplicates };
+  // The entry's groups, headers and Kodi props are the parser's own (frozen or unshared): no copies.
+  const data: Record<string, unknown> = { url: e.url, headers: e.headers };
+  if (Object.keys(e.kodiProps).length) data.kodiProps = e.kodiProps;
+  return {
+    key: e.tvgId ? `tvg:${e.tvgId}` : `url:${e.url}`,
+    keyIfShared: e.tvgId ? `tvg:${e.tvgId}|${e.url}` : undefined,
+    name: e.name, number: e.number, tvgId: e.tvgId, tvgName: e.tvgName, logo: e.tvgLogo,
+    groups: e.groups as string[], extra: extra ?? {}, data,
+  };
 }

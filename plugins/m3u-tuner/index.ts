@@ -5,11 +5,11 @@
  */
 import { pathToFileURL } from 'node:url';
 import {
-  coreServices, definePlugin, Duration, errors, parseDuration, readSource, tunersExtensionPoint, Type,
-  type StreamSource, type Static, type Tuner,
+  coreServices, definePlugin, Duration, errors, parseDuration, streamSource, tunersExtensionPoint, Type,
+  type StreamSource, type Static, type Tuner, type TunerChannel,
 } from 'antenna/sdk';
-import { parseM3u } from './m3u-parser.js';
-import { toTunerChannels } from './channels.js';
+import { M3uParser } from './m3u-parser.js';
+import { toTunerChannel } from './channels.js';
 
 const SourceSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown to users; unique among sources' }),
@@ -24,6 +24,13 @@ const configSchema = Type.Object({
 }, { additionalProperties: false });
 
 type Source = Static<typeof SourceSchema>;
+
+/**
+ * Bytes parsed at a time (a few dozen entries): what is parsed is consumed before V8's next minor
+ * collection would have to copy it, and the text decoded at once (twice this in a two-byte string)
+ * stays small enough for the young generation rather than going straight to the old one.
+ */
+const PARSE_SLICE = 16 * 1024;
 
 // Schemes ffmpeg may open for a playlist entry; everything else (plugin://, web pages, pipe://) is refused.
 const STREAM_SCHEMES = /^(https?|rtmps?|rtsp|rtp|udp|srt):\/\//i;
@@ -42,6 +49,46 @@ export function streamInput(url: string, headers: Record<string, string>, fallba
   return { inputArgs: args };
 }
 
+/**
+ * The playlist's channels, parsed as the bytes arrive and yielded as soon as
+ * each entry is complete: neither the file nor its channels are ever held whole.
+ */
+async function* readPlaylist(
+  source: Source, configDir: string, userAgent: string, signal: AbortSignal, progress?: (fraction: number, message?: string) => void,
+): AsyncGenerator<TunerChannel> {
+  progress?.(0, `fetching ${source.name}`);
+  const { chunks, url, size } = await streamSource(source.url, { signal, baseDir: configDir, userAgent });
+  let ready: TunerChannel[] = [];
+  let count = 0;
+  const parser = new M3uParser({
+    baseUrl: url.startsWith('file://') ? pathToFileURL(url.slice(7)).href : url,
+    onEntry: (e) => { ready.push(toTunerChannel(e)); },
+  });
+  let head = Buffer.alloc(0); // the first bytes, to tell an empty playlist from something else
+  let bytes = 0;
+  let reported = 0;
+  for await (const chunk of chunks) {
+    if (head.length < 64) head = Buffer.concat([head, chunk.subarray(0, 64 - head.length)]);
+    for (let i = 0; i < chunk.length; i += PARSE_SLICE) {
+      parser.write(chunk.subarray(i, i + PARSE_SLICE));
+      const batch = ready;
+      ready = [];
+      count += batch.length;
+      yield* batch;
+    }
+    bytes += chunk.length;
+    // size is the compressed size of a gzip playlist: the fraction is a rough one then.
+    if (size && bytes / size - reported >= 0.1) progress?.((reported = Math.min(1, bytes / size)) * 0.9, 'parsing');
+  }
+  const playlist = parser.end();
+  count += ready.length;
+  if (!count && !/^\s*(\ufeff)?#EXTM3U/i.test(head.toString('utf8'))) {
+    throw errors.badGateway(`${source.name} is not an M3U playlist`);
+  }
+  yield* ready;
+  progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
+}
+
 function tunerFor(source: Source, configDir: string, version: string): Tuner {
   const userAgent = source.userAgent ?? `Antenna/${version}`;
   return {
@@ -49,18 +96,7 @@ function tunerFor(source: Source, configDir: string, version: string): Tuner {
     name: source.name,
     maxStreams: source.maxStreams,
     refreshMs: parseDuration(source.refresh),
-    async listChannels({ signal, progress }) {
-      progress?.(0, `fetching ${source.name}`);
-      const { data, url } = await readSource(source.url, { signal, baseDir: configDir, userAgent });
-      progress?.(0.5, 'parsing');
-      const playlist = parseM3u(data, { baseUrl: url.startsWith('file://') ? pathToFileURL(url.slice(7)).href : url });
-      if (!playlist.entries.length && !/^\s*(\ufeff)?#EXTM3U/i.test(data.subarray(0, 64).toString('utf8'))) {
-        throw errors.badGateway(`${source.name} is not an M3U playlist`);
-      }
-      const { channels } = toTunerChannels(playlist.entries);
-      progress?.(1, `${channels.length} channels, ${playlist.skipped} entries skipped`);
-      return channels;
-    },
+    listChannels: ({ signal, progress }) => readPlaylist(source, configDir, userAgent, signal, progress),
     async openStream({ channel }) {
       const data = channel.data as { url?: string; headers?: Record<string, string> } | undefined;
       if (!data?.url) throw errors.badGateway(`channel ${channel.name} has no stream URL`);

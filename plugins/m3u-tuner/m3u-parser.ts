@@ -435,11 +435,18 @@ function noteKnown(k: Known, id: number, value: string): void {
 const EMPTY_RECORD: Readonly<Record<string, string>> = Object.freeze({});
 const EMPTY_GROUPS: readonly string[] = Object.freeze([]);
 
-function decode(input: string | Buffer): string {
-  if (typeof input === 'string') return input;
-  // UTF-16 playlists exist (Windows tools); everything else is read as UTF-8.
-  if (input.length >= 2 && input[0] === 0xff && input[1] === 0xfe) return input.toString('utf16le', 2);
-  return input.toString('utf8');
+/** UTF-16 playlists exist (Windows tools); everything else is read as UTF-8. */
+function isUtf16Le(bytes: Uint8Array): boolean {
+  return bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe;
+}
+
+export interface M3uStreamOptions extends M3uParseOptions {
+  /**
+   * Called with each entry as soon as it is complete, instead of collecting it
+   * in `entries` (which end() then returns empty): a caller that keeps only
+   * part of each entry holds far less than 100,000 entries at once.
+   */
+  onEntry?: (entry: M3uEntry) => void;
 }
 
 /**
@@ -447,7 +454,95 @@ function decode(input: string | Buffer): string {
  * lines are skipped and counted in warnings; garbage yields zero entries.
  */
 export function parseM3u(input: string | Buffer, options: M3uParseOptions = {}): M3uPlaylist {
-  return new Tokenizer(decode(input), options).run();
+  const parser = new M3uParser(options);
+  parser.write(input);
+  return parser.end();
+}
+
+/**
+ * The same parser fed piece by piece (a playlist as it is downloaded): write()
+ * the bytes or text in any pieces, then end(). The result is the one parseM3u
+ * gives for the whole input; only a line cut by a piece's end waits for the next.
+ */
+export class M3uParser {
+  private readonly tokenizer: Tokenizer;
+  private started = false;
+  /** UTF-16 input (rare; Windows tools): collected, decoded at the end. */
+  private utf16 = false;
+  /** The start of a line whose end has not arrived yet (bytes or text). */
+  private pendingBytes: Buffer[] = [];
+  private pendingText: string[] = [];
+
+  constructor(options: M3uStreamOptions = {}) {
+    this.tokenizer = new Tokenizer(options);
+  }
+
+  /** Pieces of one kind: bytes (UTF-8, or UTF-16 with its BOM) or text. */
+  write(input: string | Buffer): void {
+    if (typeof input === 'string') {
+      this.started = true;
+      this.writeText(input);
+      return;
+    }
+    if (!this.started) {
+      // The first two bytes say whether it is UTF-16.
+      if (this.pendingBytes.length) input = Buffer.concat([...this.pendingBytes, input]);
+      this.pendingBytes = [];
+      if (input.length < 2) {
+        if (input.length) this.pendingBytes.push(input);
+        return;
+      }
+      this.started = true;
+      this.utf16 = isUtf16Le(input);
+    }
+    if (this.utf16) this.pendingBytes.push(input);
+    else this.writeBytes(input);
+  }
+
+  end(): M3uPlaylist {
+    if (this.utf16) this.tokenizer.lines(Buffer.concat(this.pendingBytes).toString('utf16le', 2));
+    else if (this.pendingBytes.length) this.tokenizer.lines(Buffer.concat(this.pendingBytes).toString('utf8'));
+    if (this.pendingText.length) this.tokenizer.lines(this.pendingText.join(''));
+    this.pendingBytes = [];
+    this.pendingText = [];
+    return this.tokenizer.finish();
+  }
+
+  /** UTF-8 bytes: the complete lines decoded at once ('\n' never occurs inside a multi-byte character). */
+  private writeBytes(buf: Buffer): void {
+    const last = buf.lastIndexOf(LF);
+    if (last < 0) {
+      if (buf.length) this.pendingBytes.push(buf);
+      return;
+    }
+    let text: string;
+    if (this.pendingBytes.length) {
+      this.pendingBytes.push(buf.subarray(0, last + 1));
+      text = Buffer.concat(this.pendingBytes).toString('utf8');
+      this.pendingBytes = [];
+    } else {
+      text = buf.toString('utf8', 0, last + 1);
+    }
+    this.tokenizer.lines(text);
+    // A copy: a view would keep the whole chunk alive.
+    if (last + 1 < buf.length) this.pendingBytes.push(Buffer.from(buf.subarray(last + 1)));
+  }
+
+  /** Text: every complete line of it; a partial last line waits for the next piece. */
+  private writeText(text: string): void {
+    if (text.indexOf('\n') < 0) {
+      if (text) this.pendingText.push(text);
+      return;
+    }
+    if (this.pendingText.length) {
+      this.pendingText.push(text);
+      text = this.pendingText.join('');
+      this.pendingText = [];
+    }
+    const end = text.lastIndexOf('\n') + 1;
+    this.tokenizer.lines(text, end);
+    if (end < text.length) this.pendingText.push(text.slice(end));
+  }
 }
 
 /**
@@ -457,10 +552,14 @@ export function parseM3u(input: string | Buffer, options: M3uParseOptions = {}):
  * cold start. Small methods compile fast; the rare paths stay out of the hot ones.
  */
 class Tokenizer {
-  private readonly text: string;
-  private readonly len: number;
+  /** The text being scanned: the whole input, a piece of it, or one line. */
+  private text = '';
+  private len = 0;
   private readonly baseUrl: string | undefined;
   private readonly maxWarnings: number;
+  private readonly onEntry: ((entry: M3uEntry) => void) | undefined;
+  private lineNo = 0;
+  private atStart = true;
 
   private readonly header: Record<string, string> = {};
   private readonly entries: M3uEntry[] = [];
@@ -489,28 +588,33 @@ class Tokenizer {
   private junk: string | null = null;
   private junkLine = 0;
 
-  /** Position of the next '|' in the text (see url()), or len. */
+  /** Position of the next '|' in the text (see url()), or len; -1 when not looked for yet in this text. */
   private nextPipe = -1;
   /** Values of LOW_CARDINALITY attributes, interned. */
   private readonly intern = new Map<string, string>();
   /** A playlist has few distinct group-titles: entries share one frozen array per title. */
   private readonly groupCache = new Map<string, readonly string[]>();
 
-  constructor(text: string, options: M3uParseOptions) {
-    this.text = text;
-    this.len = text.length;
+  constructor(options: M3uStreamOptions) {
     this.baseUrl = options.baseUrl;
     this.maxWarnings = options.maxWarnings ?? 100;
+    this.onEntry = options.onEntry;
   }
 
-  run(): M3uPlaylist {
-    const text = this.text;
-    const len = this.len;
-    let pos = len > 0 && text.charCodeAt(0) === BOM ? 1 : 0;
-    let lineNo = 0;
-    while (pos < len) {
+  /** The lines of text[0, end): each ends at a '\n' or at `end`. */
+  lines(text: string, end = text.length): void {
+    this.text = text;
+    this.len = text.length;
+    this.nextPipe = -1;
+    let pos = 0;
+    if (this.atStart && end > 0) {
+      this.atStart = false;
+      if (text.charCodeAt(0) === BOM) pos = 1;
+    }
+    let lineNo = this.lineNo;
+    while (pos < end) {
       let nl = text.indexOf('\n', pos);
-      if (nl < 0) nl = len;
+      if (nl < 0 || nl > end) nl = end;
       lineNo++;
       let s = pos;
       let e = nl;
@@ -521,6 +625,10 @@ class Tokenizer {
       if (text.charCodeAt(s) === HASH) this.directive(s, e, lineNo);
       else this.urlLine(s, e, lineNo);
     }
+    this.lineNo = lineNo;
+  }
+
+  finish(): M3uPlaylist {
     if (this.hasInfo) this.dropPending('has no stream URL before the end of the file');
 
     const guideUrls = new Set<string>(); // in header order, deduplicated
@@ -798,7 +906,8 @@ class Tokenizer {
       kodiProps: this.blockKodi ?? EMPTY_RECORD,
       line: this.infoLine,
     };
-    this.entries.push(entry);
+    if (this.onEntry) this.onEntry(entry);
+    else this.entries.push(entry);
     this.resetBlock();
   }
 

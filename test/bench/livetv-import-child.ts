@@ -6,10 +6,11 @@
  *
  *   node dist/test/bench/livetv-import-child.js saxes <guide.xml>
  *   node dist/test/bench/livetv-import-child.js guide <dataDir> <playlist.m3u> <guide.xml>
- *   node dist/test/bench/livetv-import-child.js m3u <dataDir> <playlist.m3u>
+ *   node dist/test/bench/livetv-import-child.js m3u <dataDir> <playlist.m3u> [<changed.m3u>]
  *   node dist/test/bench/livetv-import-child.js serve <dataDir> <playlist.m3u> [<guide.xml>] [--import]
  */
 import { createReadStream } from 'node:fs';
+import { rename } from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
 import { SaxesParser } from 'saxes';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
@@ -200,7 +201,7 @@ function sqlTiming(host: TestHost): () => Record<string, { n: number; ms: number
   return () => Object.fromEntries(Object.entries(totals).filter(([, v]) => v.ms > 20).sort((a, b) => b[1].ms - a[1].ms));
 }
 
-async function m3uImport(dataDir: string, playlist: string): Promise<void> {
+async function m3uImport(dataDir: string, playlist: string, changed?: string): Promise<void> {
   const caught = catchService();
   const host = await start(dataDir, playlist, undefined, false);
   const sql = sqlTiming(host);
@@ -213,16 +214,29 @@ async function m3uImport(dataDir: string, playlist: string): Promise<void> {
     phases[key] = Math.round(((phases[key] ?? 0) + s) * 1000) / 1000;
     phases[`${key}PeakRssMB`] = peakRssMB(); // peak so far, at the end of the phase
   };
+  // store: all of replaceTunerChannels, which reads the tuner's channels as they are yielded (so it
+  // includes readList when the tuner is an async iterable, as m3u-tuner is); snapshotFromImport:
+  // the snapshot made from what the import wrote; snapshotLoad: a reload from the database.
   timeMethod(ChannelStore.prototype, 'replaceTunerChannels', add('store'));
-  timeMethod(ChannelStore.prototype, 'load', add('snapshot'));
+  timeMethod(ChannelStore.prototype, 'load', add('snapshotLoad'));
+  const updated = (ChannelStore.prototype as any).updated;
+  (ChannelStore.prototype as any).updated = function (this: unknown, ...args: unknown[]) {
+    const t = process.hrtime.bigint();
+    try { return updated.apply(this, args); } finally { add('snapshotFromImport')(secondsSince(t)); }
+  };
   timeMethod(GuideStore.prototype, 'remap', add('guideRemap'));
-  proto.refreshTuner = async function (this: LiveTvService, tuner: Tuner, ...rest: unknown[]) {
+  proto.refreshTuner = async function (this: LiveTvService, tuner: Tuner, progress?: (label: string, f: number, m?: string) => void) {
     phases = {};
-    const list = tuner.listChannels.bind(tuner);
-    const timedTuner: Tuner = { ...tuner, listChannels: async (o) => { const t = process.hrtime.bigint(); try { return await list(o); } finally { add('readParse')(secondsSince(t)); } } };
+    // readList: from the start until the whole list has been read (live-tv then says "storing");
+    // with an async iterable, as m3u-tuner's is, reading, parsing and reducing each channel to its
+    // row interleave. No per-channel wrapper: it would cost as much as what it measured.
     const t0 = process.hrtime.bigint();
     const c0 = process.cpuUsage();
-    const result = await refreshTuner.call(this, timedTuner, ...rest);
+    const seen = (label: string, f: number, m?: string) => {
+      if (m?.startsWith('storing') && phases.readList === undefined) add('readList')(secondsSince(t0));
+      progress?.(label, f, m);
+    };
+    const result = await refreshTuner.call(this, tuner, seen);
     (globalThis as { gc?: () => void }).gc?.(); // with --expose-gc: what stays (snapshot, caches)
     const memory = process.memoryUsage();
     runs.push({
@@ -234,7 +248,12 @@ async function m3uImport(dataDir: string, playlist: string): Promise<void> {
   await command.run([], { progress: { update() {}, done() {} }, out: () => {} });
   const service = await caught;
   const tuner = (service as any).registry.tuners.get('m3u:bench') as Tuner;
-  await service.refreshTuner(tuner); // again: every channel known
+  await service.refreshTuner(tuner); // again: every channel known, nothing changed
+  if (changed) {
+    // A refresh where some channels changed: the changed playlist replaces the file.
+    await rename(changed, playlist);
+    await service.refreshTuner(tuner);
+  }
   const stored = await countRows(host, 'livetv_channels');
   await host.close();
   out({ runs, channelsStored: stored, peakRssMB: peakRssMB(), ...(process.env.BENCH_SQL_TIMING ? { sql: sql() } : {}) });
@@ -278,7 +297,7 @@ if (require.main === module) {
   const task =
     mode === 'saxes' ? saxes(pos[0]!) :
     mode === 'guide' ? guideImport(pos[0]!, pos[1]!, pos[2]!) :
-    mode === 'm3u' ? m3uImport(pos[0]!, pos[1]!) :
+    mode === 'm3u' ? m3uImport(pos[0]!, pos[1]!, pos[2]) :
     mode === 'serve' ? serve(pos[0]!, pos[1]!, pos[2], flags.has('--import')) :
     Promise.reject(new Error(`unknown mode ${mode}`));
   task.catch((err: unknown) => {

@@ -2,7 +2,7 @@ import t from 'tap';
 import childProcess from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseM3u, type M3uEntry, type M3uPlaylist } from '../../../plugins/m3u-tuner/m3u-parser.js';
+import { M3uParser, parseM3u, type M3uEntry, type M3uPlaylist } from '../../../plugins/m3u-tuner/m3u-parser.js';
 import { realM3u } from '../../helpers/realdata.js';
 
 const read = (name: string): Buffer => readFileSync(realM3u(name));
@@ -538,31 +538,60 @@ t.test('directives before #EXTINF belong to the next entry only; warnings are ca
   t.equal(parseM3u(many, { maxWarnings: 3 }).warnings.length, 3);
 });
 
+t.test('fed in pieces, as a download arrives: the same playlist as parsed whole', async (t) => {
+  const synthetic = '\uFEFF#EXTM3U x-tvg-url="http://g/1.xml"\r\n#EXTINF:-1 tvg-id="a.b" group-title="Новости;News",Café Канал 📺\r\n' +
+    '#EXTVLCOPT:http-user-agent=VLC\r\nhttp://s/1|Referer=http://r/\r\n\r\n#EXTINF:-1,No trailing newline\r\nhttp://s/2';
+  const inputs: [string, Buffer, string?][] = [
+    ['synthetic', Buffer.from(synthetic, 'utf8')],
+    ['UTF-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(synthetic.slice(1), 'utf16le')])],
+    ...Object.keys(EXPECTED).map((name): [string, Buffer, string?] => [name, read(name), EXPECTED[name].baseUrl]),
+  ];
+  for (const [name, buf, baseUrl] of inputs) {
+    const options = baseUrl ? { baseUrl } : {};
+    const whole = parseM3u(buf, options);
+    for (const size of buf.length < 20_000 ? [1, 2, 3, 7, 100, 4096] : [100, 4096, 65_536]) {
+      const parser = new M3uParser(options);
+      for (let i = 0; i < buf.length; i += size) parser.write(buf.subarray(i, i + size));
+      t.strictSame(parser.end(), whole, `${name}: bytes in pieces of ${size}`);
+    }
+    if (name === 'UTF-16') continue;
+    const text = buf.toString('utf8');
+    const parser = new M3uParser(options);
+    for (let i = 0; i < text.length; i += 777) parser.write(text.slice(i, i + 777));
+    t.strictSame(parser.end(), parseM3u(text, options), `${name}: text in pieces`);
+    const seen: M3uEntry[] = [];
+    const streaming = new M3uParser({ ...options, onEntry: (e) => seen.push(e) });
+    for (let i = 0; i < buf.length; i += 4096) streaming.write(buf.subarray(i, i + 4096));
+    const rest = streaming.end();
+    t.strictSame(seen, whole.entries, `${name}: onEntry gets every entry, in order`);
+    t.strictSame({ ...rest, entries: whole.entries }, whole, `${name}: and end() the rest`);
+    t.equal(rest.entries.length, 0);
+  }
+  const e = parseM3u(Buffer.from(synthetic, 'utf8')).entries;
+  t.strictSame(e.map((x) => [x.name, x.groups, x.headers, x.url]), [
+    ['Café Канал 📺', ['Новости', 'News'], { 'user-agent': 'VLC', referer: 'http://r/' }, 'http://s/1'],
+    ['No trailing newline', [], {}, 'http://s/2'],
+  ], 'the synthetic playlist itself parses as meant');
+});
+
 t.test('linear time: 100k entries, and inputs that would make a per-line search quadratic', async (t) => {
-  // Bounds are loose on purpose (CI machines are shared); test/bench/m3u-parse.bench.ts measures
-  // precisely. A quadratic regression on these inputs takes minutes, not seconds.
+  // No timed assertion (shared machines make them flaky): a quadratic regression on these inputs
+  // takes many minutes and trips the suite's per-file timeout; test/bench/m3u-parse.bench.ts measures speed.
   const lines = ['#EXTM3U'];
   for (let i = 0; i < 100_000; i++) {
     lines.push(`#EXTINF:-1 tvg-id="ch${i}.us" tvg-name="Channel ${i}, HD" tvg-logo="https://l.example/${i}.png" tvg-chno="${i + 1}" group-title="G${i % 20}",Channel ${i}`);
     lines.push(`https://cdn.example.com/live/${i}/index.m3u8`);
   }
   const text = lines.join('\n');
-  parseM3u(text.slice(0, 200_000)); // warm up the JIT
-  let t0 = performance.now();
   const p = parseM3u(text);
-  let ms = performance.now() - t0;
   t.equal(p.entries.length, 100_000);
   t.equal(p.entries[99_999].tvgName, 'Channel 99999, HD');
   t.equal(p.entries[99_999].number, '100000');
   t.strictSame(p.entries[99_999].groups, ['G19']);
-  t.ok(ms < 10_000, `100k entries took ${Math.round(ms)} ms`);
 
   // No '|' anywhere (a per-URL indexOf('|') would rescan to EOF) and an unterminated quote on
   // every #EXTINF (a per-line indexOf('"') would too, were there no later quotes).
   const nasty = '#EXTINF:-1 tvg-name="x,y\nhttp://h/1\n'.repeat(50_000) + 'http://h/2\n'.repeat(200_000);
-  t0 = performance.now();
   const q = parseM3u(nasty);
-  ms = performance.now() - t0;
   t.equal(q.entries.length, 250_000);
-  t.ok(ms < 10_000, `pathological input took ${Math.round(ms)} ms`);
 });

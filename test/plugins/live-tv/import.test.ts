@@ -1,0 +1,181 @@
+/**
+ * What a playlist import writes: nothing for an identical playlist, exactly the
+ * changed rows otherwise; keys for tvg-ids a playlist repeats and duplicates;
+ * a tuner yielding an async iterable (which may use the database meanwhile),
+ * and an import racing another one that changed the channels.
+ */
+import t from 'tap';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { createTestHost, type TestHost } from '../../../sdk/testing.js';
+import { channels, getJson, m3u, refresh, startHost, tempDir, write, type PlaylistEntry } from './fixtures.js';
+
+interface Row { id: number; key: string; name: string; logo: string | null; groups: string; present: number; position: number; updated_at: number; assigned_number: string | null; number: string | null }
+
+const rows = async (host: TestHost): Promise<Row[]> =>
+  (await host.host.knex('livetv_channels').orderBy('id').select('id', 'key', 'name', 'logo', 'groups', 'present', 'position', 'updated_at', 'assigned_number', 'number')).map((r) => ({ ...r, updated_at: Number(r.updated_at), present: Number(r.present) }));
+const version = async (host: TestHost) => Number((await host.host.knex('livetv_state').where({ key: 'version' }).first('value'))!.value);
+const byKey = (list: Row[]) => Object.fromEntries(list.map((r) => [r.key, r]));
+const tick = () => new Promise((r) => setTimeout(r, 5)); // the next import's stamp is later
+
+const url = (n: string) => `http://streams.invalid/${n}`;
+const A: PlaylistEntry = { name: 'Alpha', tvgId: 'alpha.tv', chno: '1', group: 'News', logo: 'http://logos.invalid/a.png', url: url('a') };
+const B: PlaylistEntry = { name: 'Bravo', tvgId: 'bravo.tv', chno: '2', group: 'News', url: url('b') };
+const C: PlaylistEntry = { name: 'Charlie', chno: '3', group: 'Music', logo: 'http://logos.invalid/c.png', url: url('c') };
+const D: PlaylistEntry = { name: 'Delta', tvgId: 'delta.tv', group: 'Music', url: url('d') };
+const E: PlaylistEntry = { name: 'Echo', url: url('e') };
+const F: PlaylistEntry = { name: 'Foxtrot', tvgId: 'foxtrot.tv', chno: '6', url: url('f') };
+
+t.test('an identical playlist imported again writes nothing and keeps everything', async (t) => {
+  const dir = await tempDir(t);
+  const file = await write(dir, 'tv.m3u', m3u([A, B, C, D, E, F]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  const before = await rows(host);
+  const listed = await channels(host);
+  const v = await version(host);
+  t.equal(before.length, 6);
+
+  await tick();
+  const lines = await refresh(host);
+  t.match(lines.join('\n'), /tuner m3u:IPTV: 6 channels, 0 new, 0 gone/);
+  t.strictSame(await rows(host), before, 'every row as it was (updated_at too: none was written)');
+  t.equal(await version(host), v, 'no new version: no process reloads its channels');
+  t.strictSame(await channels(host), listed, 'GET /channels the same');
+});
+
+t.test('a refresh where some channels changed writes exactly those rows', async (t) => {
+  const dir = await tempDir(t);
+  const file = await write(dir, 'tv.m3u', m3u([A, B, C, D, E, F]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  const before = byKey(await rows(host));
+  const v = await version(host);
+  const stamp = Math.max(...Object.values(before).map((r) => r.updated_at));
+
+  await tick();
+  const G: PlaylistEntry = { name: 'Golf', tvgId: 'golf.tv', chno: '9', url: url('g') };
+  // Bravo renamed, Charlie's logo and Delta's group changed, Echo gone (so Foxtrot is one place
+  // higher), Golf new; Alpha and Foxtrot as they were.
+  await write(dir, 'tv.m3u', m3u([A, { ...B, name: 'Bravo Two' }, { ...C, logo: 'http://logos.invalid/c2.png' }, { ...D, group: 'Sport' }, F, G]));
+  const lines = await refresh(host);
+  t.match(lines.join('\n'), /tuner m3u:IPTV: 6 channels, 1 new, 1 gone/);
+  const after = byKey(await rows(host));
+  t.equal(await version(host), v + 1, 'one new version');
+
+  const written = Object.values(after).filter((r) => r.updated_at > stamp).map((r) => r.key).sort();
+  t.strictSame(written, ['tvg:bravo.tv', 'tvg:delta.tv', 'tvg:golf.tv', 'url:http://streams.invalid/c'], 'written: the renamed, re-logoed and regrouped channels and the new one');
+  t.strictSame(after['tvg:alpha.tv'], before['tvg:alpha.tv'], 'Alpha untouched');
+  t.strictSame(after['tvg:foxtrot.tv'], before['tvg:foxtrot.tv'], 'Foxtrot untouched (a place higher only because Echo went)');
+  t.strictSame(after['url:http://streams.invalid/e'], { ...before['url:http://streams.invalid/e'], present: 0 }, 'Echo hidden, not deleted');
+  for (const key of Object.keys(before)) t.equal(after[key]!.id, before[key]!.id, `${key} keeps its id`);
+  t.equal(after['tvg:bravo.tv']!.name, 'Bravo Two');
+  t.equal(after['url:http://streams.invalid/c']!.logo, 'http://logos.invalid/c2.png');
+  t.equal(after['tvg:delta.tv']!.groups, '["Sport"]');
+  t.equal(after['tvg:delta.tv']!.assigned_number, before['tvg:delta.tv']!.assigned_number, 'Delta keeps its assigned number');
+
+  const listed = await channels(host);
+  t.strictSame(listed.map((c) => c.name), ['Alpha', 'Bravo Two', 'Charlie', 'Foxtrot', 'Delta', 'Golf'], 'GET /channels shows the new state, in number order');
+  t.equal(listed.find((c) => c.name === 'Delta')!.category, 'Sport');
+  t.equal(listed.find((c) => c.name === 'Charlie')!.logo, 'http://logos.invalid/c2.png');
+  t.strictSame((await getJson(host, '/channels/search?q=two')).body.channels.map((c: { name: string }) => c.name), ['Bravo Two'], 'search finds the new name');
+
+  // Echo comes back, unchanged: its row is shown again (and written, present again), the others stay.
+  await tick();
+  const stamp2 = Math.max(...Object.values(after).map((r) => r.updated_at));
+  await write(dir, 'tv.m3u', m3u([A, { ...B, name: 'Bravo Two' }, { ...C, logo: 'http://logos.invalid/c2.png' }, { ...D, group: 'Sport' }, F, G, E]));
+  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 7 channels, 0 new, 0 gone/);
+  const back = byKey(await rows(host));
+  t.strictSame(Object.values(back).filter((r) => r.updated_at > stamp2).map((r) => r.key), ['url:http://streams.invalid/e'], 'only Echo written');
+  t.equal(back['url:http://streams.invalid/e']!.present, 1);
+  t.equal(back['url:http://streams.invalid/e']!.id, before['url:http://streams.invalid/e']!.id, 'with its old id');
+});
+
+t.test('tvg-ids a playlist repeats are keyed with their URL; exact repeats are duplicates, counted', async (t) => {
+  const dir = await tempDir(t);
+  const X1: PlaylistEntry = { name: 'X HD', tvgId: 'x.tv', chno: '1', url: url('x-hd') };
+  const X2: PlaylistEntry = { name: 'X SD', tvgId: 'x.tv', chno: '2', url: url('x-sd') };
+  const Y: PlaylistEntry = { name: 'Y', tvgId: 'y.tv', chno: '3', url: url('y') };
+  const Z: PlaylistEntry = { name: 'Z', chno: '4', url: url('z') };
+  // X1 first, its repeat last: whether x.tv repeats is known only at the end of the list.
+  const file = await write(dir, 'tv.m3u', m3u([X1, Y, { ...Y, name: 'Y again' }, Z, { ...Z, name: 'Z again' }, X2]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  const first = await rows(host);
+  t.strictSame(first.map((r) => [r.key, r.name]), [
+    ['tvg:x.tv|http://streams.invalid/x-hd', 'X HD'],
+    ['tvg:y.tv|http://streams.invalid/y', 'Y'],
+    ['url:http://streams.invalid/z', 'Z'],
+    ['tvg:x.tv|http://streams.invalid/x-sd', 'X SD'],
+  ], 'x.tv with each URL; Y listed twice at one URL is one channel (the first), so is Z');
+  const job = (await getJson(host, '/api/jobs')).body.jobs.find((j: { key: string }) => j.key === 'livetv:tuner:m3u:IPTV');
+  t.match(job.message, /4 channels \(4 new, 0 gone, 2 duplicates skipped\)/, 'the duplicates are counted');
+
+  // x.tv and y.tv now listed once: keyed by their tvg-ids alone (new channels); the others leave.
+  await write(dir, 'tv.m3u', m3u([X1, Y, Z]));
+  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 3 channels, 2 new, 3 gone/);
+  const second = byKey(await rows(host));
+  t.equal(second['tvg:x.tv']!.present, 1);
+  t.equal(second['tvg:x.tv|http://streams.invalid/x-hd']!.present, 0);
+  t.equal(second['tvg:x.tv|http://streams.invalid/x-sd']!.present, 0);
+  t.equal(second['tvg:y.tv|http://streams.invalid/y']!.present, 0);
+  t.equal(second['tvg:y.tv']!.present, 1);
+  t.equal(second['url:http://streams.invalid/z']!.id, first[2]!.id, 'Z keeps its id');
+  t.strictSame((await channels(host)).map((c) => c.name), ['X HD', 'Y', 'Z']);
+});
+
+/** A tuner plugin (plain JS, as a third party ships one) whose channels come from an async generator. */
+async function iterableTunerPlugin(dir: string): Promise<string> {
+  const sdk = path.resolve(__dirname, '../../../sdk/index.js');
+  const pluginDir = path.join(dir, 'iterable-tuner');
+  await mkdir(pluginDir, { recursive: true });
+  await writeFile(path.join(pluginDir, 'index.js'), `
+    const sdk = require(${JSON.stringify(sdk)});
+    // The test sets globalThis.__iterableTuner = { channels: [...], midway(db) {...} }.
+    module.exports = sdk.definePlugin({
+      id: 'iterable-tuner', version: '1.0.0', host: '^1', dependsOn: ['live-tv'],
+      register(env) {
+        env.registerInit({
+          deps: { tuners: sdk.tunersExtensionPoint, db: sdk.coreServices.database },
+          async init({ tuners, db }) {
+            tuners.addTuner({
+              id: 'iter', name: 'Iterable', maxStreams: 1,
+              async *listChannels() {
+                const { channels, midway } = globalThis.__iterableTuner;
+                for (let i = 0; i < channels.length; i++) {
+                  if (i === Math.floor(channels.length / 2) && midway) await midway(db);
+                  yield channels[i];
+                }
+              },
+              async openStream() { return { inputArgs: ['-i', 'testsrc'] }; },
+            });
+          },
+        });
+      },
+    });
+  `);
+  return pluginDir;
+}
+
+t.test('a tuner yielding an async iterable, which uses the database meanwhile, while another import changes the channels', async (t) => {
+  const dir = await tempDir(t);
+  const plugin = await iterableTunerPlugin(dir);
+  const channel = (n: number, name = `Channel ${n}`) => ({ key: `k${n}`, name, number: String(n), groups: ['G'], data: { n } });
+  const state = { channels: [1, 2, 3, 4].map((n) => channel(n)), midway: undefined as undefined | ((db: TestHost['host']['knex']) => Promise<void>) };
+  (globalThis as { __iterableTuner?: unknown }).__iterableTuner = state;
+  const host = await createTestHost({ plugins: { 'live-tv': { initialImport: 'await' }, [plugin]: {} } });
+  t.teardown(() => host.close());
+  t.strictSame((await channels(host)).map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3', 'Channel 4']);
+  const ids = Object.fromEntries((await rows(host)).map((r) => [r.key, r.id]));
+
+  // Midway through the list, "another import" (as the CLI's would be, in another process) changes
+  // a row of this tuner behind the snapshot's back and moves the version on. The tuner's own
+  // database query must not wait for the import (it reads its list outside the transaction).
+  state.channels = [1, 2, 3, 4, 5].map((n) => channel(n));
+  state.midway = async (db) => {
+    await db('livetv_channels').where({ key: 'k2' }).update({ name: 'Changed Elsewhere' });
+    await db('livetv_state').where({ key: 'version' }).increment('value', 1);
+  };
+  t.match((await refresh(host)).join('\n'), /tuner iter: 5 channels, 1 new, 0 gone/);
+  const after = byKey(await rows(host));
+  t.equal(after.k2!.name, 'Channel 2', 'the row changed meanwhile is written back as the tuner lists it');
+  for (const key of ['k1', 'k2', 'k3', 'k4']) t.equal(after[key]!.id, ids[key], `${key} keeps its id`);
+  t.strictSame((await channels(host)).map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3', 'Channel 4', 'Channel 5'], 'the channels reloaded, not a stale snapshot');
+});

@@ -1,0 +1,49 @@
+/**
+ * streamSource: a playlist or guide read as chunks (gunzipped by content), with
+ * the failures readSource reports, and readSource on top of it.
+ */
+import t from 'tap';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { readSource, streamSource } from '../../sdk/source.js';
+
+async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+t.test('streamSource', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-source-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // Several read chunks (256 KB each), with multi-byte characters across their edges.
+  const text = '#EXTM3U\n' + Array.from({ length: 20_000 }, (_, i) => `#EXTINF:-1,Канал ${i} 📺\nhttp://s/${i}\n`).join('');
+  await writeFile(path.join(dir, 'plain.m3u'), text);
+  await writeFile(path.join(dir, 'zipped.m3u'), gzipSync(text)); // gzip told by content, not by name
+  const gz = gzipSync(text);
+  await writeFile(path.join(dir, 'truncated.m3u.gz'), gz.subarray(0, gz.length - 100));
+  await writeFile(path.join(dir, 'tiny'), 'x');
+
+  for (const name of ['plain.m3u', 'zipped.m3u']) {
+    const source = await streamSource(name, { baseDir: dir });
+    t.equal(source.url, `file://${path.join(dir, name)}`);
+    t.equal(source.size, (await import('node:fs')).statSync(path.join(dir, name)).size, `${name}: size as stored`);
+    t.equal((await collect(source.chunks)).toString('utf8'), text, `${name}: the bytes, decompressed`);
+    t.equal((await readSource(name, { baseDir: dir })).data.toString('utf8'), text, `${name}: readSource too`);
+  }
+  t.equal((await collect((await streamSource('tiny', { baseDir: dir })).chunks)).toString(), 'x', 'a one-byte file');
+
+  await t.rejects(collect((await streamSource('truncated.m3u.gz', { baseDir: dir })).chunks), { statusCode: 502, message: /truncated\.m3u\.gz is not valid gzip/ }, 'a truncated gzip: 502');
+  await t.rejects(collect((await streamSource('plain.m3u', { baseDir: dir, maxBytes: 100_000 })).chunks), { statusCode: 413, message: /larger than 100000 bytes/ }, 'past maxBytes: 413');
+  await t.rejects(collect((await streamSource('zipped.m3u', { baseDir: dir, maxBytes: 100_000 })).chunks), { statusCode: 413, message: /larger than 100000 bytes/ }, 'maxBytes counts the decompressed bytes');
+  await t.rejects(streamSource('missing.m3u', { baseDir: dir }), { statusCode: 502, message: /ENOENT/ }, 'a missing file: 502 at once');
+
+  const controller = new AbortController();
+  const aborted = await streamSource('plain.m3u', { baseDir: dir, signal: controller.signal });
+  const iterator = aborted.chunks[Symbol.asyncIterator]();
+  await iterator.next();
+  controller.abort(new Error('stopped'));
+  await t.rejects(collect({ [Symbol.asyncIterator]: () => iterator }), { message: 'stopped' }, 'an abort ends the reading with the signal\'s reason');
+});
