@@ -53,6 +53,12 @@ export async function createHttp(options: {
     trustProxy: config.server.trustProxy,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    // Errors Fastify raises before routing (an over-long path parameter, a malformed %-escape)
+    // get our one error body too; the message never echoes the URL (it may be long or hostile).
+    frameworkErrors: (err: { code?: string; statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) => {
+      const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      reply.code(tooLong ? 414 : err.statusCode ?? 400).send({ error: tooLong ? 'A path parameter is too long' : 'Malformed URL' });
+    },
   } as any) as unknown as FastifyInstance;
 
   // Registered before any route, so it also sees the routes of every plugin scope.

@@ -1,20 +1,13 @@
+import { deviceCaps } from 'antenna/sdk';
+
 /** The video codecs a client decodes, from Device-Codecs (spec §5); without it, a browser's. */
 export interface ClientCaps {
   video: Set<string>;
 }
 
-const BROWSER: ClientCaps = { video: new Set(['h264']) };
-
-const ALIASES: Record<string, string> = { avc: 'h264', avc1: 'h264', 'h.264': 'h264', hevc: 'hevc', h265: 'hevc', 'h.265': 'hevc', hvc1: 'hevc', mpeg2: 'mpeg2video', 'mp4a': 'aac', 'ac-3': 'ac3', 'e-ac-3': 'eac3', 'ec-3': 'eac3' };
-
-function list(header: string | string[] | undefined): Set<string> | undefined {
-  const text = Array.isArray(header) ? header.join(',') : header;
-  if (!text || !text.trim()) return undefined;
-  return new Set(text.split(',').map((c) => c.trim().toLowerCase()).filter(Boolean).map((c) => ALIASES[c] ?? c));
-}
-
+/** Device-Codecs (spec §5) as the SDK reads it for every kind of playback. */
 export function clientCaps(headers: Record<string, string | string[] | undefined>): ClientCaps {
-  return { video: list(headers['device-codecs']) ?? BROWSER.video };
+  return { video: deviceCaps(headers).video };
 }
 
 /**
