@@ -10,11 +10,15 @@ export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
 export { insertRows, insertValues } from './db.js';
 export type { InsertOptions } from './db.js';
-export { openSource, readSource, redact as redactUrl } from './source.js';
-export type { OpenedSource, SourceOptions } from './source.js';
+export { openSource, readSource, streamSource, redact as redactUrl } from './source.js';
+export type { OpenedSource, SourceChunks, SourceOptions } from './source.js';
 export * from './services.js';
 export * from './livetv.js';
 export * from './media.js';
+export * from './vod.js';
+export * from './subtitles.js';
+export { deviceCaps, isDashOnly, BROWSER_CAPS } from './device.js';
+export type { DeviceCaps } from './device.js';
 export { Type } from '@sinclair/typebox';
 /** tsyringe's decorators, re-exported so a plugin and the host share one copy. */
 export { inject, injectable } from 'tsyringe';

@@ -1,0 +1,151 @@
+/**
+ * The vod plugin's side of the SDK's VodCatalog: lookups for the plugins that
+ * build on VOD, and the hooks they add to play-info and manifests.
+ */
+import type { AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, Logger, ManifestSubtitle, VodCatalog } from 'antenna/sdk';
+import { PLAYABLE, type Item, type MediaFile } from './model.js';
+import type { VodStore } from './store.js';
+
+type PlayInfoField = { name: string; compute: (user: AuthUser, item: CatalogItem) => unknown | Promise<unknown> };
+type SubtitleSource = (user: AuthUser, item: CatalogItem, file: CatalogFile) => Promise<ManifestSubtitle[]>;
+
+export function toCatalogFile(file: MediaFile): CatalogFile {
+  return { path: file.path, size: file.size, mtimeMs: file.mtimeMs, duration: file.info?.duration ?? 0, subtitles: file.info?.subtitles ?? [] };
+}
+
+export class Catalog implements VodCatalog {
+  private readonly playListeners: ((user: AuthUser, item: CatalogItem) => void)[] = [];
+  private readonly playInfoFields: PlayInfoField[] = [];
+  private readonly subtitleSources: SubtitleSource[] = [];
+  /** Libraries other plugins provide, by library id. */
+  private readonly provided = new Map<number, CatalogLibrarySource>();
+  private store?: VodStore;
+  private auth?: AuthService;
+  private log?: Logger;
+
+  /** Called from the plugin's init, once the store and auth exist. */
+  attach(store: VodStore, auth: AuthService, log: Logger): void {
+    this.store = store;
+    this.auth = auth;
+    this.log = log;
+  }
+
+  private get db(): VodStore {
+    if (!this.store) throw new Error('the VOD catalog is used before the vod plugin started');
+    return this.store;
+  }
+
+  async toCatalogItem(item: Item): Promise<CatalogItem> {
+    const versions = await this.db.versions(item.id);
+    const season = item.type === 'episode' && item.parentId ? await this.db.item(item.parentId) : undefined;
+    return {
+      id: item.id, libraryId: item.libraryId, contentType: item.type === 'episode' ? 'episode' : 'movie', title: item.title,
+      duration: versions[0]?.info?.duration ?? 0, seriesId: season?.parentId ?? null, seasonNumber: item.seasonNumber, episodeNumber: item.episodeNumber,
+    };
+  }
+
+  private async visible(user: AuthUser, id: string): Promise<Item | undefined> {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) return undefined;
+    const item = await this.db.item(id);
+    return item && PLAYABLE.has(item.type) && this.auth!.canAccessLibrary(user, item.libraryId) ? item : undefined;
+  }
+
+  async addLibrary(library: { name: string; source: CatalogLibrarySource }): Promise<number> {
+    const lib = await this.db.ensureProvidedLibrary(library.name);
+    this.provided.set(lib.id, library.source);
+    return lib.id;
+  }
+
+  /** The provided library that owns an id, if one does. */
+  providerOf(id: string): { libraryId: number; source: CatalogLibrarySource } | undefined {
+    for (const [libraryId, source] of this.provided) if (source.owns(id)) return { libraryId, source };
+    return undefined;
+  }
+
+  /** The source of a provided library. */
+  providedLibrary(libraryId: number): CatalogLibrarySource | undefined {
+    return this.provided.get(libraryId);
+  }
+
+  /** An item of a provided library, if the user may see it. */
+  async providedItem(user: AuthUser, id: string): Promise<{ item: CatalogItem; source: CatalogLibrarySource } | undefined> {
+    const owner = this.providerOf(id);
+    if (!owner || !this.auth!.canAccessLibrary(user, owner.libraryId)) return undefined;
+    const item = await owner.source.item(id);
+    return item && { item, source: owner.source };
+  }
+
+  async item(user: AuthUser, id: string): Promise<CatalogItem | undefined> {
+    if (this.providerOf(id)) return (await this.providedItem(user, id))?.item;
+    const item = await this.visible(user, id);
+    return item && this.toCatalogItem(item);
+  }
+
+  async files(user: AuthUser, id: string): Promise<CatalogFile[]> {
+    if (this.providerOf(id)) return [];
+    const item = await this.visible(user, id);
+    return item ? (await this.db.versions(item.id)).map(toCatalogFile) : [];
+  }
+
+  async nextEpisode(user: AuthUser, id: string): Promise<CatalogItem | undefined> {
+    const item = await this.visible(user, id);
+    if (!item || item.type !== 'episode' || !item.parentId) return undefined;
+    const season = await this.db.item(item.parentId);
+    if (!season?.parentId) return undefined;
+    // Every episode of the series, in (season, episode) order: the one after this.
+    const episodes: Item[] = [];
+    for (const s of await this.db.children(season.parentId)) episodes.push(...(await this.db.children(s.id)));
+    const at = episodes.findIndex((e) => e.id === item.id);
+    const next = at >= 0 ? episodes[at + 1] : undefined;
+    return next && this.toCatalogItem(next);
+  }
+
+  onPlay(listener: (user: AuthUser, item: CatalogItem) => void): void {
+    this.playListeners.push(listener);
+  }
+
+  addPlayInfoField(name: string, compute: PlayInfoField['compute']): void {
+    this.playInfoFields.push({ name, compute });
+  }
+
+  addManifestSubtitles(source: SubtitleSource): void {
+    this.subtitleSources.push(source);
+  }
+
+  // ---- used by the vod plugin's routes
+
+  reportPlay(user: AuthUser, item: CatalogItem): void {
+    for (const listener of this.playListeners) {
+      try { listener(user, item); } catch (err) { this.log?.warn({ err, item: item.id }, 'a play listener failed'); }
+    }
+  }
+
+  /** Tell listeners a user started playing (never throws, never waits). */
+  played(user: AuthUser, item: Item): void {
+    if (!this.playListeners.length) return;
+    void this.toCatalogItem(item).then((ci) => this.reportPlay(user, ci), (err) => this.log?.warn({ err, item: item.id }, 'play listeners skipped'));
+  }
+
+  /** The extra play-info fields other plugins add (for a vod item, or a provided library's). */
+  async playInfoExtras(user: AuthUser, item: Item | CatalogItem): Promise<Record<string, unknown>> {
+    if (!this.playInfoFields.length) return {};
+    const ci = 'contentType' in item ? item : await this.toCatalogItem(item);
+    const out: Record<string, unknown> = {};
+    for (const f of this.playInfoFields) {
+      const value = await f.compute(user, ci);
+      if (value !== undefined) out[f.name] = value;
+    }
+    return out;
+  }
+
+  /** Subtitle tracks for a manifest of this file. */
+  async manifestSubtitles(user: AuthUser, item: Item, file: MediaFile): Promise<ManifestSubtitle[]> {
+    if (!this.subtitleSources.length) return [];
+    const ci = await this.toCatalogItem(item);
+    const lists = await Promise.all(this.subtitleSources.map((s) => s(user, ci, toCatalogFile(file)).catch((err) => {
+      this.log?.warn({ err, item: item.id }, 'a subtitle source failed; the manifest lists no subtitles from it');
+      return [];
+    })));
+    return lists.flat();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * vod: movie and show libraries. Scans folders with ffprobe, serves browsing
+ * (/libraries, /library/{id}, /item/{id}), decides how each client plays a
+ * file (/watch/vod/{id}/play-info), serves the file itself with ranges, and
+ * transcodes or remuxes on demand into full-length, seekable HLS and DASH.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { coreServices, definePlugin, Duration, parseDuration, Type, vodCatalogExtensionPoint, type Static } from 'antenna/sdk';
+import { Catalog } from './catalog.js';
+import { migrations } from './migrations.js';
+import { DEMO_LIBRARIES, ensureDemoMedia } from './demo-library.js';
+import { VodStore } from './store.js';
+import { LibraryScanner } from './scanner.js';
+import { browseRoutes } from './browse-routes.js';
+import { playRoutes } from './play-routes.js';
+import { Transcoder } from './transcode/transcoder.js';
+import { transcodeRoutes } from './transcode/routes.js';
+
+const LibraryConfig = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  type: Type.Union([Type.Literal('movies'), Type.Literal('shows')]),
+  /** Folders, absolute or relative to the config file. */
+  paths: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+}, { additionalProperties: false });
+
+export const configSchema = Type.Object({
+  libraries: Type.Array(LibraryConfig, { default: [] }),
+  /** At start: scan in the background (default), wait for the scan before listening, or skip it. */
+  initialScan: Type.Union([Type.Literal('background'), Type.Literal('await'), Type.Literal('skip')], { default: 'background' }),
+  /** Rescan every library this often (`0s` turns it off). */
+  scanInterval: Duration({ default: '6h' }),
+  /** ffprobe processes run at once while scanning. */
+  scanConcurrency: Type.Integer({ minimum: 1, maximum: 16, default: 2 }),
+  /** Length of transcoded segments (seconds); copied video is cut at its keyframes near this length. */
+  segmentSeconds: Type.Integer({ minimum: 2, maximum: 10, default: 4 }),
+  /** A transcode nobody has requested a segment of for this long stops and its files are removed. */
+  idleTimeout: Duration({ default: '60s' }),
+  /** x264 preset for transcodes (faster presets start sooner and use less CPU, at some quality cost). */
+  /** The demo: generate a small library of clips in <dataDir>/demo-media on first start and add it as "Demo Movies" and "Demo Shows". */
+  demo: Type.Boolean({ default: false }),
+  preset: Type.Union(['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'].map((p) => Type.Literal(p)), { default: 'veryfast' }),
+}, { additionalProperties: false });
+
+export type VodConfig = Static<typeof configSchema>;
+
+const SCAN_KIND = 'vod.scan';
+
+export default definePlugin({
+  id: 'vod',
+  version: '1.0.0',
+  host: '^1',
+  description: 'Movie and show libraries: scanning, browsing, direct play and on-demand HLS/DASH transcoding',
+  configSchema,
+  migrations,
+  dependsOn: ['hls-packager', 'dash-packager'],
+  register(env) {
+    let scanner: LibraryScanner | undefined;
+    let store: VodStore | undefined;
+    const catalog = new Catalog();
+    env.registerExtensionPoint(vodCatalogExtensionPoint, catalog);
+
+    env.registerInit({
+      deps: {
+        config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
+        jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
+        logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
+        paths: coreServices.paths,
+      },
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths }) {
+        const cfg = config as VodConfig;
+        store = new VodStore(db);
+        const demoDir = path.join(host.dataDir, 'demo-media');
+        const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
+        await store.syncLibraries([
+          ...cfg.libraries.map((l) => ({ ...l, paths: l.paths.map((p) => path.resolve(host.configDir, p)) })),
+          ...demoLibraries,
+        ]);
+        catalog.attach(store, auth, logger);
+        scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
+
+        const workDir = path.join(await paths.pluginDir(), 'transcode');
+        // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
+        lifecycle.onStart(async () => {
+          await rm(workDir, { recursive: true, force: true });
+          await mkdir(workDir, { recursive: true, mode: 0o700 });
+        });
+        const transcoder = new Transcoder(jobs, ffmpeg, store, logger, {
+          workDir, segmentSeconds: cfg.segmentSeconds, idleTimeoutMs: parseDuration(cfg.idleTimeout), preset: cfg.preset,
+        });
+        browseRoutes(http, { auth, store, catalog });
+        playRoutes(http, { auth, store, host, logger, catalog });
+        transcodeRoutes(http, { auth, store, host, transcoder, catalog });
+
+        scheduler.handle(SCAN_KIND, async () => { await scanner!.scanAll(); });
+        lifecycle.onShutdown(() => scanner!.stop());
+        lifecycle.onStart(async () => {
+          const everyMs = parseDuration(cfg.scanInterval);
+          if (everyMs > 0) await scheduler.schedule({ id: 'vod:scan', kind: SCAN_KIND, at: clock.now() + everyMs, everyMs });
+          else await scheduler.cancel('vod:scan');
+          if (cfg.initialScan === 'skip' || !store!.libraries().length) return;
+          const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve())
+            .then(() => scanner!.scanAll()); // the scanner logs one summary line per library
+          if (cfg.initialScan === 'await') await scanning;
+          else scanning.catch((err) => logger.error({ err }, 'initial scan failed'));
+        });
+      },
+    });
+
+    env.registerCommand({
+      path: ['library', 'scan'],
+      usage: 'library scan [ID]',
+      description: 'Scan every library now, or the one with this id',
+      async run(args, io) {
+        const libs = store!.libraries().filter((l) => l.type !== 'recordings');
+        const wanted = args[0] === undefined ? libs : libs.filter((l) => String(l.id) === args[0]);
+        if (args[0] !== undefined && !wanted.length) throw new Error(`no library ${args[0]} (libraries: ${libs.map((l) => `${l.id} ${l.name}`).join(', ') || 'none'})`);
+        for (const lib of wanted) {
+          const s = await scanner!.scan(lib, (fraction, message) => io.progress.update(lib.name, fraction, message));
+          io.progress.done(lib.name);
+          io.out(`library ${lib.id} ${lib.name}: ${s.files} files, ${s.added} new, ${s.changed} changed, ${s.removed} removed, ${s.unreadable} unreadable, ${s.items} items`);
+        }
+      },
+    });
+  },
+});

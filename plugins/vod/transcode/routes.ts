@@ -1,0 +1,190 @@
+/**
+ * VOD manifests and their files (PRODUCT.md §2):
+ *   GET /watch/vod/{id}/master.m3u8   HLS master (video variant + audio rendition)
+ *   GET /watch/vod/{id}/master.mpd    static DASH MPD
+ *   GET /watch/vod/{id}/t/{token}/{file}   media playlists, init and media segments
+ * Every URL a manifest hands out is relative to it and carries a short-lived
+ * key scoped to the item (never the token); the token names the job's variant.
+ */
+import { readFile } from 'node:fs/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { deviceCaps, errors, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type Static } from 'antenna/sdk';
+import { playableItem, type Playable } from '../access.js';
+import type { Catalog } from '../catalog.js';
+import type { AudioInfo } from '../model.js';
+import { decide } from '../play-decision.js';
+import { CachedItems } from '../play-routes.js';
+import type { VodStore } from '../store.js';
+import { AUDIO_BITRATE, TIMELINE_OFFSET } from './ffmpeg-args.js';
+import { dashMpd, hlsMaster, hlsMedia, hlsSubtitles, parseJobFile, type ManifestInput, type SubtitleTrack } from './manifests.js';
+import type { Plan, Tracks } from './session.js';
+import type { Transcoder } from './transcoder.js';
+import { checkVariant, parseToken, tokenOf, variantOf, type Variant } from './variant.js';
+
+const ErrorBody = Type.Object({ error: Type.String() });
+const Params = Type.Object({
+  // No pattern: a malformed id answers 404 like an unknown one (access.ts), never 400.
+  item_id: Type.String({ description: 'Item id (a movie or an episode)' }),
+});
+const FileParams = Type.Object({
+  item_id: Type.String({ description: 'Item id' }),
+  token: Type.String({ description: 'The transcode variant, as the manifest named it' }),
+  file: Type.String({ description: 'video.m3u8, audio.m3u8, sub-<n>.m3u8, init-v.mp4, init-a.mp4, v-<n>.m4s or a-<n>.m4s' }),
+});
+const credentials = {
+  api_key: Type.Optional(Type.String({ description: 'The bearer token, for players that cannot send headers' })),
+  key: Type.Optional(Type.String({ description: 'A signed, item-scoped key from a URL this server handed out' })),
+};
+const ManifestQuery = Type.Object({
+  version: Type.Optional(Type.Integer({ minimum: 0, maximum: 999, description: 'Which version of the item (0 = the best, the default)' })),
+  maxBitrate: Type.Optional(Type.Integer({ minimum: 64_000, maximum: 1_000_000_000, description: 'bits per second the client asks not to exceed' })),
+  audioTrack: Type.Optional(Type.Integer({ minimum: 0, maximum: 999, description: "Audio track: its position among the file's audio streams (0 = first)" })),
+  ...credentials,
+});
+type ManifestQueryT = Static<typeof ManifestQuery>;
+const FileQuery = Type.Object(credentials);
+
+const MANIFEST_DESCRIPTION = 'Starts (or joins) the transcode job of this item, version, variant and device and answers a manifest of the whole title: fixed-length segments when transcoding, cut at the source keyframes near segmentSeconds when the video is copied; every segment listed from the start (seekable). The method is the play decision (Device-* headers, maxBitrate, audioTrack): transcode → H.264 + AAC stereo; audio-only → video copied, AAC stereo; remux (and direct) → both copied. Segment URLs carry a short-lived key scoped to the item. 400 for a malformed query value, 404 for an unknown or unauthorised item, version or audio track, 503 (Retry-After) when the transcoder cannot start.';
+const HLS_TYPE = 'application/vnd.apple.mpegurl';
+const DASH_TYPE = 'application/dash+xml';
+
+/** What the routes use of the catalog: play notices (continue-watching) and other plugins' subtitle tracks. */
+type CatalogHooks = Pick<Catalog, 'played' | 'manifestSubtitles'>;
+
+export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; store: VodStore; host: HostInfo; transcoder: Transcoder; catalog?: CatalogHooks }): void {
+  const { auth, transcoder, catalog } = deps;
+  const items = new CachedItems(deps.store);
+  const mediaScope = (request: FastifyRequest) => `vod:${(request.params as { item_id: string }).item_id}`;
+  const config = { auth: 'media' as const, mediaScope };
+  const keyFor = (user: AuthUser, itemId: string) => auth.signMediaKey(user, `vod:${itemId}`);
+
+  /** The job a manifest request names, started; waits until its tracks are known (codecs come from ffmpeg's output). */
+  async function openSession(request: FastifyRequest, reply: FastifyReply, id: string, q: ManifestQueryT) {
+    const p = await playableItem(items, auth, request, id, q.version ?? 0);
+    const info = p.file.info!;
+    if (q.audioTrack !== undefined && q.audioTrack >= info.audio.length) {
+      throw errors.notFound(`Item ${p.item.id} (version ${p.version}) has no audio track ${q.audioTrack}; it has ${info.audio.length}`);
+    }
+    const decision = decide(info, deviceCaps(request.headers), { maxBitrate: q.maxBitrate, audioTrack: q.audioTrack });
+    const variant = variantOf(p.file, p.version, decision);
+    const session = transcoder.session({ itemId: p.item.id, file: p.file, variant, userId: p.user.id, deviceId: p.user.deviceId });
+    session.ensureStarted();
+    catalog?.played(p.user, p.item);
+    const [{ plan, tracks }, subtitles] = await Promise.all([session.ready(aborted(reply)), subtitlesOf(p)]);
+    return { p, variant, plan, tracks, subtitles };
+  }
+
+  /** Other plugins' WebVTT tracks of the file, with the item's key on their URLs. */
+  async function subtitlesOf(p: Playable): Promise<SubtitleTrack[]> {
+    if (!catalog) return [];
+    const key = keyFor(p.user, p.item.id);
+    const withQuery = (url: string, query: string) => `${url}${url.includes('?') ? '&' : '?'}${query}`;
+    return (await catalog.manifestSubtitles(p.user, p.item, p.file)).map((s) => ({
+      label: s.label, language: s.language, default: s.default, forced: s.forced,
+      url: withQuery(s.url, `key=${key}`),
+      // HLS players place cues through X-TIMESTAMP-MAP: the 90 kHz timestamp of the title's time 0.
+      hlsUrl: withQuery(s.url, `key=${key}&mpegts=${TIMELINE_OFFSET * 90_000}`),
+    }));
+  }
+
+  const manifestSchema = (summary: string) => ({
+    summary, tags: ['vod'], description: MANIFEST_DESCRIPTION,
+    params: Params, querystring: ManifestQuery,
+    response: { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
+  });
+
+  http.get('/watch/vod/:item_id/master.m3u8', { config, schema: manifestSchema('HLS master playlist of a transcoded or remuxed item (web)') }, async (request, reply) => {
+    const { item_id } = request.params as { item_id: string };
+    const { p, variant, plan, tracks, subtitles } = await openSession(request, reply, item_id, request.query as ManifestQueryT);
+    const body = hlsMaster({ ...manifestInput(p, variant, plan, tracks, `t/${tokenOf(variant)}/`, keyFor(p.user, p.item.id)), subtitles });
+    return reply.header('cache-control', 'no-store').type(HLS_TYPE).send(body);
+  });
+
+  http.get('/watch/vod/:item_id/master.mpd', { config, schema: manifestSchema('DASH manifest (static MPD) of a transcoded or remuxed item (set-top box, mobile)') }, async (request, reply) => {
+    const { item_id } = request.params as { item_id: string };
+    const { p, variant, plan, tracks, subtitles } = await openSession(request, reply, item_id, request.query as ManifestQueryT);
+    const body = dashMpd({ ...manifestInput(p, variant, plan, tracks, `t/${tokenOf(variant)}/`, keyFor(p.user, p.item.id)), subtitles });
+    return reply.header('cache-control', 'no-store').type(DASH_TYPE).send(body);
+  });
+
+  http.get('/watch/vod/:item_id/t/:token/:file', {
+    config,
+    schema: {
+      summary: 'A media playlist, init segment or media segment of a VOD transcode (URLs come from the manifests, with their key)',
+      description: 'sub-<n>.m3u8 is the media playlist of subtitle rendition n (the WebVTT file as one segment). A segment not produced yet is held until it is; one far from what ffmpeg is producing restarts it there. A job that idled away is recreated from the token. 404 for names that are not files of a job (including path tricks) or a token that does not fit the file; 503 with Retry-After when the transcoder failed.',
+      tags: ['vod'], params: FileParams, querystring: FileQuery,
+      response: { 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
+    },
+  }, async (request, reply) => {
+    const { item_id, token, file } = request.params as Static<typeof FileParams>;
+    const name = parseJobFile(file);
+    const wanted = parseToken(token);
+    if (!name || !wanted) throw errors.notFound('No such file');
+    const p = await playableItem(items, auth, request, item_id, wanted.version);
+    const why = checkVariant(wanted, p.file);
+    if (why) throw errors.notFound(`This stream cannot be made: ${why}; request the manifest again`);
+    const session = transcoder.session({ itemId: p.item.id, file: p.file, variant: wanted, userId: p.user.id, deviceId: p.user.deviceId });
+    const abort = aborted(reply);
+    if (name.kind === 'subtitles') {
+      const sub = (await subtitlesOf(p))[name.index];
+      if (!sub) throw errors.notFound(`No subtitle track ${name.index}`);
+      const plan = await session.planReady();
+      return reply.header('cache-control', 'no-store').type(HLS_TYPE).send(hlsSubtitles(plan.bounds, sub.hlsUrl));
+    }
+    if (name.kind === 'playlist') {
+      const plan = await session.planReady();
+      if (!hasTrack(p, wanted, name.track)) throw errors.notFound(`This stream has no ${name.track === 'v' ? 'video' : 'audio'}`);
+      const key = keyFor(p.user, p.item.id);
+      const body = hlsMedia({ plan: plan.bounds, link: (f) => `${f}?key=${key}` }, name.track);
+      return reply.header('cache-control', 'no-store').type(HLS_TYPE).send(body);
+    }
+    const target = name.kind === 'init' ? await session.initFile(name.track, abort) : await session.segmentFile(name.track, name.index, abort);
+    const data = await readFile(target).catch(() => undefined);
+    // The job stopped between the answer and the read (its files were removed): the player asks again.
+    if (!data) throw errors.unavailable('This transcode has stopped; try again', 1);
+    return sendMedia(reply, data, name.track);
+  });
+}
+
+function sendMedia(reply: FastifyReply, data: Buffer, track: 'v' | 'a') {
+  return reply
+    // Segments of a job never change; a private cache may keep them as long as the key lives.
+    .header('cache-control', 'private, max-age=3600')
+    .type(track === 'a' ? 'audio/mp4' : 'video/mp4')
+    .send(data);
+}
+
+/** Aborts when the client goes away before its answer (a player that seeks cancels its pending segment). */
+function aborted(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => { if (!reply.raw.writableFinished) controller.abort(); });
+  return controller.signal;
+}
+
+function hasTrack(p: Playable, variant: Variant, track: 'v' | 'a'): boolean {
+  return track === 'v' ? Boolean(p.file.info!.video) : variant.audio !== null;
+}
+
+/** What the manifests say about the tracks: codecs and sizes from ffmpeg's init segment, the rest from the scan. */
+function manifestInput(p: Playable, variant: Variant, plan: Plan, tracks: Tracks, base: string, key: string): ManifestInput {
+  const info = p.file.info!;
+  const audioInfo: AudioInfo | undefined = variant.audio === null ? undefined : info.audio[variant.audio];
+  const copiedVideoBitrate = info.video?.bitrate ?? Math.max(0, info.bitrate - info.audio.length * 192_000);
+  const video = tracks.video && {
+    codec: tracks.video.codec,
+    width: tracks.video.width ?? info.video?.width ?? 0,
+    height: tracks.video.height ?? info.video?.height ?? 0,
+    // A peak estimate: a transcode's maxrate, or a copied stream's average with headroom.
+    bandwidth: variant.method === 'transcode' ? variant.videoKbps * 1000 : Math.round((copiedVideoBitrate || 5_000_000) * 1.5),
+    frameRate: info.video?.fps ?? undefined,
+  };
+  const audio = tracks.audio && {
+    codec: tracks.audio.codec,
+    channels: tracks.audio.channels ?? 2,
+    sampleRate: tracks.audio.sampleRate ?? 48_000,
+    bandwidth: variant.method === 'remux' ? 640_000 : AUDIO_BITRATE,
+    language: audioInfo?.language ?? null,
+    name: audioInfo?.title ?? audioInfo?.language ?? 'Audio',
+  };
+  return { plan: plan.bounds, video, audio, link: (f) => `${base}${f}?key=${key}` };
+}
