@@ -11,6 +11,10 @@ export function demoConfig(): Record<string, unknown> {
     database: { client: 'sqlite3' },
     plugins: {
       'live-tv': {},
+      dvr: {},
+      vod: { demo: true },
+      'continue-watching': {},
+      subtitles: {},
       // Resolved against the repository, wherever the server is started from.
       [path.resolve(__dirname, '../../../examples/tuner-test-pattern')]: { channels: 3 },
     },

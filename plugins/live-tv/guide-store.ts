@@ -62,6 +62,9 @@ interface GuideState {
   mapping: Map<number, { sourceId: string; guideId: string; generation: number }[]>;
 }
 
+/** The channel version and every source's generation: what a cached mapping or listing depends on. */
+const STATE_KEY_SQL = "SELECT (SELECT value FROM livetv_state WHERE key = 'version') AS version, (SELECT group_concat(id || ':' || generation, ',') FROM livetv_guide_sources) AS generations";
+
 const DELETE_CHUNK = 20_000;
 const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
 const MAX_WARNINGS_LOGGED = 20;
@@ -307,7 +310,7 @@ export class GuideStore {
       const epoch = this.epoch;
       this.stateLoading = (async () => {
         const [row] = await this.knex.raw(
-          "SELECT (SELECT value FROM livetv_state WHERE key = 'version') AS version, (SELECT group_concat(id || ':' || generation, ',') FROM livetv_guide_sources) AS generations",
+          STATE_KEY_SQL,
         ) as { version: unknown; generations: string | null }[];
         const key = `${row?.version ?? ''}|${row?.generations ?? ''}`;
         if (this.state?.key === key && epoch === this.epoch) {
@@ -414,6 +417,27 @@ export class GuideStore {
   async sources(): Promise<Map<string, { last_import: string | null; stats: unknown }>> {
     const rows = await this.knex('livetv_guide_sources').select('id', 'updated_at', 'stats');
     return new Map(rows.map((r) => [r.id, { last_import: r.updated_at ? new Date(Number(r.updated_at)).toISOString() : null, stats: r.stats ? JSON.parse(r.stats) : null }]));
+  }
+
+  /** Changes whenever channels (their mapping) or any guide source change, in this process or another. */
+  async changeKey(): Promise<string> {
+    const [row] = await this.knex.raw(
+      STATE_KEY_SQL,
+    ) as { version: unknown; generations: string | null }[];
+    return `${row?.version ?? ''}|${row?.generations ?? ''}`;
+  }
+
+  /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
+  async programmesOf(channelId: number, from: number, to: number): Promise<StoredProgram[]> {
+    const rows = await this.knex('livetv_channel_guide as m')
+      .join('livetv_guide_sources as s', 's.id', 'm.source_id')
+      .join('livetv_programs as p', function () {
+        this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
+      })
+      .where('m.channel_id', channelId).where('p.stop', '>', from).where('p.start', '<', to)
+      .orderBy('p.start')
+      .select('p.id', 'p.title', 'p.start', 'p.stop');
+    return rows.map((r) => ({ id: Number(r.id), channelId, title: r.title, start: Number(r.start), stop: Number(r.stop) }));
   }
 
   /** One programme on one channel (what the DVR records). */

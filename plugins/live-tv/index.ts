@@ -5,7 +5,7 @@
  */
 import { rm, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { coreServices, definePlugin, Duration, guidesExtensionPoint, parseDuration, tunersExtensionPoint, Type, type Static } from 'antenna/sdk';
+import { coreServices, definePlugin, Duration, errors, guidesExtensionPoint, liveTvExtensionPoint, parseDuration, tunersExtensionPoint, Type, type LiveTvAccess, type Static } from 'antenna/sdk';
 import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
@@ -40,6 +40,11 @@ export default definePlugin({
     env.registerExtensionPoint(tunersExtensionPoint, registry.tunerPoint);
     env.registerExtensionPoint(guidesExtensionPoint, registry.guidePoint);
     let service: LiveTvService | undefined;
+    let sessions: LiveSessions | undefined;
+    env.registerExtensionPoint(liveTvExtensionPoint, accessPoint(registry, () => {
+      if (!service || !sessions) throw new Error('live-tv is used before it has started');
+      return { service, sessions };
+    }));
 
     env.registerInit({
       deps: {
@@ -66,7 +71,7 @@ export default definePlugin({
           await rm(workDir, { recursive: true, force: true });
           await mkdir(workDir, { recursive: true, mode: 0o700 });
         });
-        const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
+        sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
         });
         watchRoutes(http, { auth, sessions, channels: live.channels, packagers, host, segmentSeconds });
@@ -112,6 +117,26 @@ export default definePlugin({
     });
   },
 });
+
+/** The channel, guide and session lookups plugins building on live TV (the DVR) get. */
+function accessPoint(registry: LiveTvRegistry, started: () => { service: LiveTvService; sessions: LiveSessions }): LiveTvAccess {
+  const channel = async (id: number) => (await started().service.channels.current()).byId.get(id);
+  return {
+    async channel(id) {
+      const c = await channel(id);
+      const tuner = c && registry.tuners.get(c.tunerId);
+      return c && tuner ? { id: c.id, name: c.name, number: c.number, tunerId: tuner.id, tunerName: tuner.name, maxStreams: tuner.maxStreams } : undefined;
+    },
+    programme: (channelId, programmeId) => started().service.guide.program(channelId, programmeId),
+    programmes: (channelId, from, to) => started().service.guide.programmesOf(channelId, from, to),
+    guideVersion: () => started().service.guide.changeKey(),
+    async hold(channelId, label) {
+      const c = await channel(channelId);
+      if (!c) throw errors.notFound(`No channel ${channelId}`);
+      return started().sessions.hold(c, label);
+    },
+  };
+}
 
 function logSummary(logger: { info: (o: object, m: string) => void }, summary: RefreshSummary): void {
   logger.info({ event: 'initial_import', tuners: summary.tuners.length, guides: summary.guides.length, mapped: summary.mapped }, 'initial import finished');

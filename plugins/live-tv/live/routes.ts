@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
-import { errors, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type PackagerRegistry } from 'antenna/sdk';
+import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type PackagerRegistry } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
@@ -17,13 +17,6 @@ const FileParams = Type.Object({
 const SEGMENT_WAIT_POLL_MS = 100;
 /** A media playlist is re-read at most this often, however many viewers poll it. */
 const PLAYLIST_MAX_AGE_MS = 250;
-
-/** Device-OS → DASH only? Exact values and prefixes from config, compared case-insensitively. */
-export function isDashOnly(deviceOs: string | string[] | undefined, rule: HostInfo['dashOnly']): boolean {
-  const os = (Array.isArray(deviceOs) ? deviceOs[0] : deviceOs)?.trim().toLowerCase();
-  if (!os) return false;
-  return rule.exact.some((e) => e.toLowerCase() === os) || rule.prefix.some((p) => os.startsWith(p.toLowerCase()));
-}
 
 export function watchRoutes(http: HttpScope, deps: {
   auth: AuthService; sessions: LiveSessions; channels: ChannelStore; packagers: PackagerRegistry; host: HostInfo; segmentSeconds: number;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, liveSegmenterArgs, type FfmpegService, type Job, type JobManager, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
+import { errors, liveSegmenterArgs, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
 import type { LiveTvRegistry } from '../registry.js';
 import { canCopy, parseInputStreamLine, type ClientCaps } from './codecs.js';
@@ -51,9 +51,12 @@ const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unsp
 export class LiveSessions {
   /** Input codecs per channel from earlier sessions, so a second tune decides copy/transcode up front. */
   private readonly known = new Map<number, { video?: string; audio?: string }>();
-  private readonly slots = new Map<string, Set<number>>();
+  /** The tuner slot ledger: per tuner, the channels whose jobs hold a slot (until they have ended). */
+  private readonly slots = new Map<string, Map<number, Job<LiveSession>>>();
   /** Channels whose codecs one segment's worth of input did not reveal. */
   private readonly fullProbe = new Set<number>();
+  /** Holders (recordings) per channel: a held session never idles out and never gives its slot away. */
+  private readonly holders = new Map<number, number>();
 
   constructor(
     private readonly jobs: JobManager,
@@ -63,7 +66,7 @@ export class LiveSessions {
     private readonly options: LiveOptions,
   ) {}
 
-  /** Slots of a tuner in use right now (live viewing; recordings will join). */
+  /** Slots of a tuner in use right now (live viewing and recordings). */
   inUse(tunerId: string): number {
     return this.slots.get(tunerId)?.size ?? 0;
   }
@@ -83,17 +86,8 @@ export class LiveSessions {
     const key = `live:${channel.id}`;
     let job = this.jobs.get<LiveSession>(key);
     if (!job) {
-      const used = this.slots.get(tuner.id) ?? new Set<number>();
-      if (used.size >= tuner.maxStreams) {
-        throw errors.conflict(`Tuner limit reached for ${tuner.name}: all ${tuner.maxStreams} stream${tuner.maxStreams === 1 ? '' : 's'} in use`);
-      }
-      job = this.start(key, channel, tunerChannelOf(channel));
-      used.add(channel.id);
-      this.slots.set(tuner.id, used);
-      void job.done.then(() => {
-        used.delete(channel.id);
-        if (!used.size) this.slots.delete(tuner.id);
-      });
+      if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
+      job = this.startInSlot(key, channel, tuner);
     }
     job.touch();
     const session = job.data;
@@ -104,6 +98,57 @@ export class LiveSessions {
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
     await this.whenReady(job);
     return job.data;
+  }
+
+  /**
+   * Keeps the channel's session running for a holder (a recording) until release(): the
+   * job viewers use, started when none runs. When the tuner is full, a session that no
+   * holder keeps gives way (a recording comes before live viewing). Does not wait for the
+   * stream: the holder follows the session's runs.
+   */
+  async hold(channel: Channel, label: string): Promise<LiveHold> {
+    const tuner = this.registry.tuners.get(channel.tunerId);
+    if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
+    const key = `live:${channel.id}`;
+    let job = this.jobs.get<LiveSession>(key);
+    while (!job) {
+      const used = this.usedSlots(tuner);
+      if (used.size < tuner.maxStreams) {
+        job = this.startInSlot(key, channel, tuner);
+        break;
+      }
+      // Full: wait for a session that is stopping anyway, else stop one that only viewers use.
+      const entries = [...used];
+      const stopping = entries.find(([, j]) => j.signal.aborted);
+      const victim = stopping ?? entries.find(([id]) => !this.holders.get(id));
+      if (!victim) throw tunerFull(tuner);
+      if (!stopping) this.log.warn({ channel: victim[0], for: channel.id, holder: label }, 'live: stopping a watched channel to free a tuner slot for a recording');
+      await victim[1].stop('tuner slot needed by a recording');
+      job = this.jobs.get<LiveSession>(key);
+    }
+    const held = job;
+    this.holders.set(channel.id, (this.holders.get(channel.id) ?? 0) + 1);
+    // A held session is touched like a watched one, so it never reaches its idle timeout.
+    const keepAlive = setInterval(() => held.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
+    keepAlive.unref();
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      clearInterval(keepAlive);
+      const n = (this.holders.get(channel.id) ?? 1) - 1;
+      if (n > 0) this.holders.set(channel.id, n);
+      else this.holders.delete(channel.id);
+      held.touch(); // viewers (or the idle timeout) decide from here
+    };
+    const ended = held.done.then(() => release());
+    held.touch();
+    return {
+      current: () => (held.data.attempt >= 0 ? { run: `${held.data.dir}#${held.data.attempt}`, dir: path.join(held.data.dir, String(held.data.attempt)) } : undefined),
+      lastError: () => held.data.lastError,
+      ended,
+      release,
+    };
   }
 
   /** Keeps a session alive (every manifest and segment request). */
@@ -145,6 +190,26 @@ export class LiveSessions {
     session.mode = 'transcode';
     this.log.info({ channel: session.channelId, why, input: session.input }, 'live: switching to transcode');
     void session.stopRun?.();
+  }
+
+  /** The channels holding a slot of the tuner (their jobs have not ended). */
+  private usedSlots(tuner: Tuner): Map<number, Job<LiveSession>> {
+    let used = this.slots.get(tuner.id);
+    if (!used) this.slots.set(tuner.id, (used = new Map()));
+    for (const [id, job] of used) if (job.state !== 'running') used.delete(id);
+    return used;
+  }
+
+  /** Starts the channel's job in a slot of its tuner, which the job gives back when it ends. */
+  private startInSlot(key: string, channel: Channel, tuner: Tuner): Job<LiveSession> {
+    const used = this.usedSlots(tuner);
+    const job = this.start(key, channel, tunerChannelOf(channel));
+    used.set(channel.id, job);
+    void job.done.then(() => {
+      // A new job of the channel may hold the slot already (started while this one was stopping).
+      if (used.get(channel.id) === job) used.delete(channel.id);
+    });
+    return job;
   }
 
   private start(key: string, channel: Channel, tunerChannel: TunerChannel): Job<LiveSession> {
@@ -257,6 +322,10 @@ export class LiveSessions {
       await new Promise((r) => setTimeout(r, READY_POLL_MS));
     }
   }
+}
+
+function tunerFull(tuner: Tuner): Error {
+  return errors.conflict(`Tuner limit reached for ${tuner.name}: all ${tuner.maxStreams} stream${tuner.maxStreams === 1 ? '' : 's'} in use`);
 }
 
 /** A `ready` promise with its resolvers, for a run about to start. */

@@ -1,0 +1,77 @@
+/**
+ * dvr: recordings of guide programmes. POST /recordings schedules one (or
+ * starts it when the programme is on air); it records on the channel's live
+ * session (shared with viewers: one upstream, one tuner slot) into segmented
+ * fMP4 under `path`, playable while it records; it survives restarts and
+ * crashes (a new part, the gap noted) and follows guide changes before it
+ * starts. Playback: /watch/recording/{id} (HLS, or DASH for DASH-only devices).
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { coreServices, definePlugin, Duration, liveTvExtensionPoint, parseDuration, Type, vodCatalogExtensionPoint, type Static } from 'antenna/sdk';
+import { RecordingItems, toCatalogItem } from './catalog-items.js';
+import { Dvr, START_TASK_KIND } from './dvr.js';
+import { migrations } from './migrations.js';
+import { Recorder } from './recorder.js';
+import { recordingRoutes } from './routes.js';
+import { RecordingStore } from './store.js';
+import { watchRoutes } from './watch-routes.js';
+
+const configSchema = Type.Object({
+  /** Where recordings are written (one folder per recording); relative to the config file. Default: <dataDir>/recordings. */
+  path: Type.Optional(Type.String({ minLength: 1 })),
+  /** Recording starts this long before the programme… */
+  prePadding: Duration({ default: '60s' }),
+  /** …and ends this long after it. */
+  postPadding: Duration({ default: '120s' }),
+}, { additionalProperties: false });
+
+const POLL_MS = 1000;
+const GUIDE_CHECK_MS = 5000;
+const MIN_FREE_BYTES = 64 * 2 ** 20;
+
+export default definePlugin({
+  id: 'dvr',
+  version: '1.0.0',
+  host: '^1',
+  description: 'Recordings of guide programmes, playable while they record',
+  configSchema,
+  migrations,
+  // vod: recordings are the items of its "Recordings" library (play-info, continue watching).
+  dependsOn: ['live-tv', 'vod'],
+  register(env) {
+    env.registerInit({
+      deps: {
+        config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
+        jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
+        logger: coreServices.logger, clock: coreServices.clock, packagers: coreServices.packagers, host: coreServices.host,
+        live: liveTvExtensionPoint, catalog: vodCatalogExtensionPoint,
+      },
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, packagers, host, live, catalog }) {
+        const cfg = config as Static<typeof configSchema>;
+        const root = cfg.path ? path.resolve(host.configDir, cfg.path) : path.join(host.dataDir, 'recordings');
+        const now = () => clock.now();
+        const store = new RecordingStore(db);
+        const recorder = new Recorder(jobs, live, store, logger, now, {
+          prePaddingMs: parseDuration(cfg.prePadding), postPaddingMs: parseDuration(cfg.postPadding), pollMs: POLL_MS, minFreeBytes: MIN_FREE_BYTES,
+        });
+        const dvr = new Dvr(store, recorder, live, scheduler, logger, now, { root, guideCheckMs: GUIDE_CHECK_MS });
+        const items = new RecordingItems(dvr, auth);
+        items.libraryId = await catalog.addLibrary({ name: 'Recordings', source: items });
+        dvr.onPlay((user, rec) => catalog.reportPlay(user, toCatalogItem(rec, items.libraryId)));
+        recordingRoutes(http, { auth, dvr });
+        watchRoutes(http, { auth, dvr, recorder, packagers, host, now });
+        scheduler.handle(START_TASK_KIND, (task) => dvr.startDue(Number((task.payload as { id: unknown }).id)));
+
+        lifecycle.onStart(async () => {
+          // An unwritable root does not stop the server: each recording fails with the reason.
+          await mkdir(root, { recursive: true, mode: 0o700 }).catch((err) => logger.error({ err, root }, 'dvr: cannot create the recordings folder'));
+          await dvr.resume();
+          await dvr.followGuide();
+          dvr.startFollowingGuide();
+        });
+        lifecycle.onShutdown(() => dvr.stop());
+      },
+    });
+  },
+});

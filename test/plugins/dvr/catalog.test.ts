@@ -1,0 +1,66 @@
+/**
+ * Recordings as VOD catalog items (PRODUCT.md §2): the automatic "Recordings"
+ * library in /libraries, /library/{id} and /item/{id}; play-info pointing at
+ * /watch/recording/{id} with a recording-scoped key; continue watching lists
+ * them under type=live_tv; library grants apply. Rows are written straight
+ * into the DVR's table (recording itself is covered by record.test).
+ */
+import t from 'tap';
+import { createTestHost } from '../../../sdk/testing.js';
+import { expectError } from '../../helpers/http.js';
+
+t.test('the Recordings library', async (t) => {
+  const host = await createTestHost({ plugins: { dvr: {}, 'continue-watching': {}, 'live-tv': { initialImport: 'skip' } } });
+  t.teardown(() => host.close());
+  const now = Date.now();
+  const row = (title: string, start: number, status: string, duration: number) => ({
+    channel_id: 1, program_id: start, tuner_id: 't', title, start, stop: start + 60_000, status, error: null,
+    size_bytes: 1000, duration, gaps: '[]', dir: `/nowhere/${title}`, created_by: 1, created_at: start,
+  });
+  await host.host.knex('dvr_recordings').insert([
+    row('Older news', now - 7_200_000, 'completed', 59.5),
+    row('Newer news', now - 3_600_000, 'completed', 60),
+    row('Later show', now + 3_600_000, 'scheduled', 0),
+  ]);
+  const get = (url: string, headers: Record<string, string> = host.authHeaders) => host.inject({ method: 'GET', url, headers });
+
+  const libraries = (await get('/libraries')).json().libraries;
+  const recordings = libraries.find((l: any) => l.name === 'Recordings');
+  t.match(recordings, { type: 'recordings', item_count: 2 }, 'a Recordings library with the two recorded ones');
+  const page = (await get(`/library/${recordings.id}`)).json();
+  t.strictSame(page.items.map((i: any) => [i.title, i.type, i.duration]), [['Newer news', 'recording', 60], ['Older news', 'recording', 60]], 'newest first');
+  t.equal(page.total, 2);
+  t.strictSame((await get(`/library/${recordings.id}?limit=1&offset=1`)).json().items.map((i: any) => i.title), ['Older news'], 'paged');
+  const id = page.items[0].id;
+  t.match(id, /^rec-\d+$/);
+  t.match((await get(`/item/${id}`)).json(), { id, type: 'recording', title: 'Newer news', versions: [], children: [] });
+
+  const info = (await get(`/watch/vod/${id}/play-info`)).json();
+  t.match(info, { method: 'remux', format: 'hls' });
+  t.match(info.url, new RegExp(`^/watch/recording/${id.slice(4)}\\?key=`), 'the recording\'s own manifest, with a key');
+  const dash = (await get(`/watch/vod/${id}/play-info`, { ...host.authHeaders, 'device-os': 'STB' })).json();
+  t.match(dash, { format: 'dash', url: new RegExp(`^/watch/recording/${id.slice(4)}/master\\.mpd\\?key=`) });
+  t.match((await get(`/watch/vod/${id}`)).json(), { status: 'redirecting', type: 'hls' }, 'the Redirect notice');
+
+  // play-info started a continue-watching entry, listed as live TV.
+  let live: any;
+  for (let i = 0; i < 50 && !live?.items?.length; i++) {
+    live = (await get('/api/continue-watching?type=live_tv')).json();
+    if (!live.items.length) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.match(live.items, [{ videoId: id, contentType: 'recording', libraryId: recordings.id, title: 'Newer news' }]);
+  t.equal((await get('/api/continue-watching?type=vod')).json().total, 0, 'not among VOD');
+
+  expectError(t, await get('/item/rec-999'), 404);
+  expectError(t, await get(`/item/rec-${Number(id.slice(4)) + 1}`), 404, undefined, 'a scheduled recording is no item');
+  expectError(t, await get('/watch/vod/rec-999/play-info'), 404);
+  expectError(t, await get(`/watch/vod/${id}/file`), 404, undefined, 'a recording has no single file');
+
+  // A user granted another library does not see recordings.
+  await host.createUser('restricted', 'restricted-password', { libraries: ['9999'] });
+  const other = { authorization: `Bearer ${await host.login('restricted', 'restricted-password')}` };
+  t.notOk((await get('/libraries', other)).json().libraries.some((l: any) => l.name === 'Recordings'));
+  expectError(t, await get(`/library/${recordings.id}`, other), 404);
+  expectError(t, await get(`/item/${id}`, other), 404);
+  expectError(t, await get(`/watch/vod/${id}/play-info`, other), 404);
+});

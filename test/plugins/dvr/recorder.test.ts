@@ -1,0 +1,149 @@
+/**
+ * The recorder against a fake live session: a run directory with an MPD and
+ * segments written by hand (as ffmpeg's segmenter writes them), so the window
+ * edges, a new run becoming a new part with continued media times, the end of
+ * the window, a full disk and an unwritable folder are checked in seconds,
+ * without ffmpeg.
+ */
+import t from 'tap';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import type { LiveHold, LiveTvAccess } from '../../../sdk/index.js';
+import { JobManagerImpl } from '../../../core/jobs/job-manager.js';
+import { Recorder } from '../../../plugins/dvr/recorder.js';
+import { readParts } from '../../../plugins/dvr/parts.js';
+import type { Recording } from '../../../plugins/dvr/model.js';
+import type { RecordingStore } from '../../../plugins/dvr/store.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = pino({ level: 'silent' });
+
+/** A CMAF-like media segment: an sidx and a moof with a tfdt (version 1) at media time `t`, then mdat. */
+function segment(t: number, marker: string): Buffer {
+  const box = (type: string, ...body: Buffer[]) => {
+    const content = Buffer.concat(body);
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(8 + content.length);
+    head.write(type, 4, 'latin1');
+    return Buffer.concat([head, content]);
+  };
+  const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+  const u64 = (n: number) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
+  return Buffer.concat([
+    box('sidx', u32(0x01000000), u32(1), u32(1000), u64(t), u64(0), u32(0)),
+    box('moof', box('traf', box('tfdt', u32(0x01000000), u64(t)))),
+    box('mdat', Buffer.from(marker)),
+  ]);
+}
+
+const tfdtOf = (b: Buffer) => Number(b.readBigUInt64BE(b.indexOf('tfdt', 0, 'latin1') + 8));
+
+/** A run directory as the live session writes it: segments `first..last` of `d` ms (timescale 1000) from media time t0. */
+async function writeRun(dir: string, first: number, last: number, t0: number, d = 2000): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'init-stream0.mp4'), 'init');
+  for (let n = first; n <= last; n++) await writeFile(path.join(dir, `chunk-stream0-${String(n).padStart(5, '0')}.mp4`), segment(t0 + (n - 1) * d, `seg ${n}`));
+  await writeFile(path.join(dir, 'manifest.mpd'), `<MPD type="dynamic"><Period><AdaptationSet contentType="video">
+<Representation id="0" mimeType="video/mp4" codecs="avc1.42c00c" bandwidth="500000" width="320" height="180">
+<SegmentTemplate timescale="1000" initialization="init-stream$RepresentationID$.mp4" media="chunk-stream$RepresentationID$-$Number%05d$.mp4" startNumber="${first}">
+<SegmentTimeline><S t="${t0 + (first - 1) * d}" d="${d}" r="${last - first}" /></SegmentTimeline></SegmentTemplate></Representation></AdaptationSet></Period></MPD>`);
+}
+
+async function setup(t: Tap, window: { from: number; to: number }, options: { minFreeBytes?: number; root?: string } = {}) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-dvr-recorder-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  let current: { run: string; dir: string } | undefined;
+  const holds: string[] = [];
+  const live = {
+    async hold(_channel: number, label: string): Promise<LiveHold> {
+      holds.push(label);
+      return { current: () => current, lastError: () => undefined, ended: new Promise<void>(() => {}), release() {} };
+    },
+  } as unknown as LiveTvAccess;
+  const root = options.root ?? path.join(dir, 'recordings');
+  let row: Recording = {
+    id: 1, channelId: 5, programId: 9, tunerId: 'tuner', title: 'Show', start: window.from, stop: window.to, status: 'recording',
+    error: null, sizeBytes: 0, duration: 0, gaps: [], dir: path.join(root, '1'), createdBy: 1, createdAt: window.from - 60_000,
+  };
+  const store = {
+    get: async () => row,
+    update: async (_id: number, change: Partial<Recording>) => { row = { ...row, ...change }; },
+  } as unknown as RecordingStore;
+  const jobs = new JobManagerImpl(log);
+  t.teardown(() => jobs.stopAll());
+  const recorder = new Recorder(jobs, live, store, log, () => Date.now(), { prePaddingMs: 0, postPaddingMs: 0, pollMs: 50, minFreeBytes: options.minFreeBytes ?? 0 });
+  return { dir, recorder, row: () => row, setRun: (run: string, runDir: string) => { current = { run, dir: runDir }; }, holds };
+}
+
+interface Tap { teardown(fn: () => unknown): void }
+
+t.test('window edges, a new run as a new part with continued media times, the end', async (t) => {
+  const now = Date.now();
+  // Segments 1-5 exist when the recording looks (the newest just finished): 1 and 2 ended before the window.
+  const s = await setup(t, { from: now - 5000, to: now + 5000 });
+  const run0 = path.join(s.dir, 'live', '0');
+  await writeRun(run0, 1, 5, 0);
+  s.setRun('session#0', run0);
+  const job = s.recorder.start(s.row());
+  await sleep(400);
+  let parts = s.recorder.active(1)!.parts;
+  t.strictSame(parts[0]?.segments.get('0')!.map((x) => x.t), [4000, 6000, 8000], 'from the first segment ending inside the window');
+  // The session restarts: a new run, with its own media times (10 s segments from 100 s on).
+  // Its segment 1 ended 10 s ago (before the window), segment 2 just now.
+  const run1 = path.join(s.dir, 'live', '1');
+  await writeRun(run1, 1, 2, 100_000, 10_000);
+  s.setRun('session#1', run1);
+  await sleep(400);
+  parts = s.recorder.active(1)!.parts;
+  t.equal(parts.length, 2, 'a new part');
+  t.strictSame(parts[1]?.segments.get('0')!.map((x) => x.t), [10_000], 'its media times continue the first part (10 s)');
+  const file = await readFile(path.join(s.row().dir, 'p1', '0-00001.mp4'));
+  t.equal(tfdtOf(file), 10_000, 'the copied segment carries the shifted time');
+  t.equal(tfdtOf(await readFile(path.join(run1, 'chunk-stream0-00002.mp4'))), 110_000, "the session's own file is untouched");
+  t.match(file.toString('latin1'), /seg 2$/, 'the media itself is the same');
+  // Segment 3 begins now, inside the window; segment 4 ten seconds later, after it: the end is recorded.
+  await writeRun(run1, 1, 4, 100_000, 10_000);
+  t.equal(await Promise.race([job.done, sleep(8000).then(() => 'timeout')]), 'completed', 'the job completes once media past the end arrived');
+  t.match(s.row(), { status: 'completed', error: null });
+  t.equal(s.row().duration, 3 * 2 + 2 * 10, 'three 2 s and two 10 s segments');
+  t.ok(s.row().sizeBytes > 0);
+  const onDisk = await readParts(s.row().dir);
+  t.strictSame(onDisk.map((p) => p.segments.get('0')!.map((x) => x.t)), [[4000, 6000, 8000], [10_000, 20_000]], 'the parts on disk are what was recorded');
+  t.ok(existsSync(path.join(s.row().dir, 'p0', 'init-0.mp4')), 'with their init segments');
+  t.strictSame(s.holds, ['recording 1'], 'one hold of the channel');
+});
+
+t.test('a full disk fails the recording with the reason, keeping nothing half-written', async (t) => {
+  const now = Date.now();
+  const s = await setup(t, { from: now - 5000, to: now + 60_000 }, { minFreeBytes: Number.MAX_SAFE_INTEGER });
+  const run0 = path.join(s.dir, 'live', '0');
+  await writeRun(run0, 1, 5, 0);
+  s.setRun('session#0', run0);
+  const job = s.recorder.start(s.row());
+  t.equal(await Promise.race([job.done, sleep(5000).then(() => 'timeout')]), 'completed', 'the job ends');
+  t.equal(s.row().status, 'failed');
+  t.match(s.row().error, /^disk full: \d+ MiB left at /, `the reason: ${s.row().error}`);
+});
+
+t.test('an unwritable folder fails the recording with the reason', async (t) => {
+  const now = Date.now();
+  const blocker = path.join(os.tmpdir(), `antenna-dvr-not-a-dir-${process.pid}`);
+  await writeFile(blocker, 'a file where the recordings folder should be');
+  t.teardown(() => rm(blocker, { force: true }));
+  const s = await setup(t, { from: now - 5000, to: now + 60_000 }, { root: path.join(blocker, 'recordings') });
+  const job = s.recorder.start(s.row());
+  t.equal(await Promise.race([job.done, sleep(5000).then(() => 'timeout')]), 'completed');
+  t.equal(s.row().status, 'failed');
+  t.match(s.row().error, /^cannot write: .*\(ENOTDIR\)$/, `the reason: ${s.row().error}`);
+});
+
+t.test('nothing arriving until the end: failed, saying why', async (t) => {
+  const now = Date.now();
+  const s = await setup(t, { from: now - 1000, to: now + 500 });
+  const job = s.recorder.start(s.row());
+  t.equal(await Promise.race([job.done, sleep(5000).then(() => 'timeout')]), 'completed');
+  t.match(s.row(), { status: 'failed', error: /nothing was recorded/ });
+});
