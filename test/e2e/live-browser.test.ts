@@ -10,34 +10,21 @@
  * KEEP_E2E_ARTIFACTS=1 is set.
  */
 import t from 'tap';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
+import type { Browser, ConsoleMessage, Page } from 'playwright-core';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
+import { FRAME_SCRIPT, launchChromium, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
 declare const document: any;
 declare const window: any;
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--autoplay-policy=no-user-gesture-required',
-];
 /** From page load to 3 s played. */
 const PLAY_DEADLINE_MS = 45_000;
 const PLAYED_SECONDS = 3;
-
-const SCRIPTS: Record<string, string> = {
-  '/hls.min.js': path.join(REPO_ROOT, 'node_modules/hls.js/dist/hls.min.js'),
-  '/dash.all.min.js': path.join(REPO_ROOT, 'node_modules/dashjs/dist/modern/umd/dash.all.min.js'),
-};
 
 /** The player page: ?player=hls|dash&src=<manifest URL>. State for the test goes to window.__state. */
 const PAGE = `<!doctype html>
@@ -48,6 +35,7 @@ const PAGE = `<!doctype html>
 <video id="v" muted autoplay playsinline width="640" height="360"></video>
 <script src="/hls.min.js"></script>
 <script src="/dash.all.min.js"></script>
+${FRAME_SCRIPT}
 <script>
 (() => {
   const q = new URLSearchParams(location.search);
@@ -97,32 +85,6 @@ const PAGE = `<!doctype html>
 </script>
 </body></html>`;
 
-/** The test's own web server (another origin than Antenna): the page and the two players' scripts. */
-async function startPageServer(): Promise<{ url: string; close(): Promise<void> }> {
-  const files = new Map<string, Buffer>();
-  for (const [route, file] of Object.entries(SCRIPTS)) files.set(route, await readFile(file));
-  const server = http.createServer((req, res) => {
-    const route = new URL(req.url ?? '/', 'http://x').pathname;
-    if (route === '/player.html') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(PAGE);
-    } else if (files.has(route)) {
-      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(files.get(route));
-    } else {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-    }
-  });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
-
-/** Repeated messages once, with a count. */
-const tally = (list: string[]) => [...new Map(list.map((m) => [m, list.filter((x) => x === m).length]))].map(([m, n]) => (n > 1 ? `${m} (x${n})` : m));
-const redact = (s: string) => s.replace(/((?:api_)?key(?:=|%3D))[^&\s"']*/gi, '$1***');
-
 interface PlayResult {
   currentTime: number; played: number; firstTime: number | null; msToPlaying: number | null; msToPlayed: number;
   errors: string[]; notes: string[]; events: string[]; pageErrors: string[]; consoleErrors: string[]; failedRequests: string[]; external: string[];
@@ -132,7 +94,7 @@ interface PlayResult {
 // Browser start, two players and their deadlines; also when the file is run with plain node (30 s default).
 t.setTimeout(120_000);
 
-const skip = existsSync(CHROMIUM) ? false : `Debian chromium not installed at ${CHROMIUM} (apt-get install chromium)`;
+const skip = skipWithoutChromium;
 
 t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-live-browser-'));
@@ -155,8 +117,8 @@ t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) 
       baseDir: REPO_ROOT,
       plugins: { 'live-tv': { initialImport: 'await' }, './examples/tuner-test-pattern': { channels: 1, size: '640x360' } },
     }).then((h) => { host = h; }),
-    startPageServer().then((p) => { pages = p; }),
-    chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 }).then((b) => { browser = b; }),
+    startPageServer(PAGE).then((p) => { pages = p; }),
+    launchChromium().then((b) => { browser = b; }),
   ]);
   if (!host || !pages || !browser) throw new Error('setup failed');
   t.comment(`Antenna ${host.url}, page server ${pages.url}, ${browser.version()} (setup ${Date.now() - started} ms)`);
@@ -213,22 +175,7 @@ t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) 
         let played = 0;
         for (let i = 0; i < v.played.length; i++) played += v.played.end(i) - v.played.start(i);
         // The picture itself: the test pattern has many colours, a black or blank frame has one or two.
-        let frame = null;
-        if (v.videoWidth > 0) {
-          const c = document.createElement('canvas');
-          c.width = v.videoWidth; c.height = v.videoHeight;
-          const g = c.getContext('2d');
-          g.drawImage(v, 0, 0);
-          const px = g.getImageData(0, 0, c.width, c.height).data;
-          const colours = new Set<number>();
-          let min = 255; let max = 0;
-          for (let i = 0; i < px.length; i += 4 * 97) {
-            colours.add(((px[i] >> 4) << 8) | ((px[i + 1] >> 4) << 4) | (px[i + 2] >> 4));
-            const y = (px[i] + px[i + 1] + px[i + 2]) / 3;
-            min = Math.min(min, y); max = Math.max(max, y);
-          }
-          frame = { width: v.videoWidth, height: v.videoHeight, colours: colours.size, spread: max - min };
-        }
+        const frame = window.__frame();
         return {
           currentTime: v.currentTime, played, firstTime: s.firstTime as number | null,
           playingAt: s.playingAt as number | null, errors: s.errors as string[], notes: s.notes as string[], events: s.events as string[], frame,

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, ConsoleMessage, Page } from 'playwright-core';
 import type { TestHost } from '../../sdk/testing.js';
-import { launchChromium, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
+import { FRAME_SCRIPT, launchChromium, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
 import { clip, vodHost } from '../plugins/vod/fixtures.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -39,6 +39,7 @@ const PAGE = `<!doctype html>
 <video id="v" muted autoplay playsinline width="640" height="360"></video>
 <script src="/hls.min.js"></script>
 <script src="/dash.all.min.js"></script>
+${FRAME_SCRIPT}
 <script>
 (() => {
   const q = new URLSearchParams(location.search);
@@ -148,22 +149,8 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
         const s = window.__state;
         let played = 0;
         for (let i = 0; i < v.played.length; i++) played += v.played.end(i) - v.played.start(i);
-        let frame = null;
-        if (v.videoWidth > 0) {
-          const c = document.createElement('canvas');
-          c.width = v.videoWidth; c.height = v.videoHeight;
-          const g = c.getContext('2d');
-          g.drawImage(v, 0, 0);
-          const px = g.getImageData(0, 0, c.width, c.height).data;
-          const colours = new Set<number>();
-          let min = 255; let max = 0;
-          for (let i = 0; i < px.length; i += 4 * 97) {
-            colours.add(((px[i] >> 4) << 8) | ((px[i + 1] >> 4) << 4) | (px[i + 2] >> 4));
-            const y = (px[i] + px[i + 1] + px[i + 2]) / 3;
-            min = Math.min(min, y); max = Math.max(max, y);
-          }
-          frame = { width: v.videoWidth, height: v.videoHeight, colours: colours.size, spread: max - min };
-        }
+        // The picture itself: the test pattern has many colours, a black or blank frame has one or two.
+        const frame = window.__frame();
         return { currentTime: v.currentTime, duration: v.duration, played, errors: s.errors, notes: s.notes, events: s.events, frame };
       });
       const until = (fn: (a: { target: number }) => boolean, target: number) => page.waitForFunction(fn, { target }, { timeout: DEADLINE_MS, polling: 200 }).catch(() => {});

@@ -4,6 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
@@ -151,3 +152,29 @@ export function tamperSignature(token: string): string {
   const flipped = s[i] === 'A' ? 'B' : 'A';
   return `${h}.${p}.${s.slice(0, i)}${flipped}${s.slice(i + 1)}`;
 }
+
+/* ------------------------------------------------------------ raw requests */
+
+export interface RawResponse { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
+
+/**
+ * A GET over real HTTP with the path sent exactly as given (no URL or
+ * dot-segment normalisation) and header names as given, as a hostile client sends it.
+ */
+export function rawGet(base: string, rawPath: string, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<RawResponse> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: rawPath, method: 'GET', headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`GET ${rawPath.replace(/(api_key|key)=[^&]*/g, '$1=***')}: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A rawGet result in the shape expectError takes. */
+export const asInject = (r: RawResponse) => ({ statusCode: r.status, body: r.body.toString('utf8'), headers: r.headers as Record<string, any> });

@@ -4,15 +4,16 @@
  * with the HLS and DASH packagers, and ffmpeg as the player.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import * as HLS from 'hls-parser';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
-import { expectError } from '../../helpers/http.js';
-import { FFMPEG, killGroup, pidAlive, startUpstream, type Upstream } from '../../helpers/upstream.js';
+import { expectError, rawGet as rawHttpGet } from '../../helpers/http.js';
+import { decode, playerPids as clientPids } from '../../helpers/player.js';
+import { waitFor } from '../../helpers/wait.js';
+import { killGroup, pidAlive, startUpstream, type Upstream } from '../../helpers/upstream.js';
 import { channels, closedPort, m3u, tempDir, write } from './fixtures.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -28,70 +29,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Res { status: number; headers: http.IncomingHttpHeaders; body: string }
 
-/** A GET over real HTTP with the path sent as is (no dot-segment normalisation) and header names as given. */
-function rawGet(base: string, rawPath: string, headers: Record<string, string> = {}, timeoutMs = 40_000): Promise<Res> {
-  const u = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: rawPath, method: 'GET', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('latin1') }));
-      res.on('error', reject);
-    });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`GET ${rawPath.replace(/(api_key|key)=[^&]*/g, '$1=***')}: no answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** rawGet (test/helpers/http.ts) with the body as a latin1 string and a 40 s deadline. */
+const rawGet = async (base: string, rawPath: string, headers: Record<string, string> = {}, timeoutMs = 40_000): Promise<Res> => {
+  const r = await rawHttpGet(base, rawPath, headers, timeoutMs);
+  return { ...r, body: r.body.toString('latin1') };
+};
 
 /** As expectError, for a rawGet result. */
 const asInject = (r: Res) => ({ statusCode: r.status, body: r.body, headers: r.headers as Record<string, any> });
-
-/** Polls until fn returns a truthy value or the deadline passes (then returns the last value). */
-async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > deadline) return v;
-    await sleep(everyMs);
-  }
-}
-
-interface Decoded { seconds: number; frames: number; code: number | null; stderr: string }
-const clientPids = new Set<number>();
-
-/**
- * ffmpeg as a player: decodes the first video stream of `url` for at most
- * `limit` seconds and reports how many seconds of video it decoded (from framemd5).
- */
-function decode(url: string, limit: number, timeoutMs = 60_000): Promise<Decoded> {
-  return new Promise((resolve) => {
-    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', '-t', String(limit), '-f', 'framemd5', '-'], {
-      detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    if (child.pid) clientPids.add(child.pid);
-    let out = '';
-    let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => { out += s; });
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => { if (err.length < 8000) err += s; });
-    const timer = setTimeout(() => killGroup(child.pid), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (child.pid) clientPids.delete(child.pid);
-      const tb = /^#tb 0: (\d+)\/(\d+)/m.exec(out);
-      const unit = tb ? Number(tb[1]) / Number(tb[2]) : 0;
-      let seconds = 0;
-      let frames = 0;
-      for (const line of out.split('\n')) {
-        const f = line.split(',').map((s) => s.trim());
-        if (f[0] !== '0' || f.length < 6) continue;
-        frames++;
-        seconds += Number(f[3]) * unit;
-      }
-      resolve({ seconds, frames, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
-    });
-  });
-}
 
 t.test('live watch', async (t) => {
   const upstream: Upstream = await startUpstream();

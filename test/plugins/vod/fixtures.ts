@@ -35,3 +35,23 @@ export async function vodHost(libraries: VodLibrary[], options: TestHostOptions 
   const { vod, ...rest } = options;
   return createTestHost({ ...rest, plugins: { vod: { libraries, initialScan: 'await', ...vod }, ...(rest.plugins ?? {}) } });
 }
+
+/**
+ * What the host's scan found, as the admin sees it: the libraries, every
+ * title's item id (`ids`), and `id(title)`, which throws on a title not found.
+ */
+export async function catalog(host: TestHost): Promise<{ libs: { id: number; name: string }[]; ids: Map<string, string>; id(title: string): string }> {
+  const bearer = host.authHeaders;
+  const libs = (await host.inject({ method: 'GET', url: '/libraries', headers: bearer })).json().libraries as { id: number; name: string }[];
+  const ids = new Map<string, string>();
+  for (const lib of libs) {
+    const page = (await host.inject({ method: 'GET', url: `/library/${lib.id}?limit=100`, headers: bearer })).json();
+    for (const item of page.items as { id: string; title: string }[]) ids.set(item.title, item.id);
+  }
+  const id = (title: string) => {
+    const v = ids.get(title);
+    if (!v) throw new Error(`no item ${title} (have ${[...ids.keys()].join(', ')})`);
+    return v;
+  };
+  return { libs, ids, id };
+}

@@ -17,7 +17,7 @@ import type { MediaInfo } from '../../../plugins/vod/model.js';
 import { decide } from '../../../plugins/vod/play-decision.js';
 import { CachedItems } from '../../../plugins/vod/play-routes.js';
 import { asInject, expectError, rawGet } from '../../helpers/http.js';
-import { clip, FFMPEG, tempDir, vodHost } from './fixtures.js';
+import { catalog, clip, FFMPEG, tempDir, vodHost } from './fixtures.js';
 
 // ---------------------------------------------------------------------------
 // decide(), on MediaInfo written by hand
@@ -156,18 +156,8 @@ t.test('playback routes', async (t) => {
   const bearer = host.authHeaders;
   const token = host.adminToken;
 
-  const libs = (await host.inject({ method: 'GET', url: '/libraries', headers: bearer })).json().libraries as { id: number; name: string }[];
+  const { libs, ids, id } = await catalog(host);
   const libId = (name: string) => libs.find((l) => l.name === name)!.id;
-  const ids = new Map<string, string>();
-  for (const lib of libs) {
-    const page = (await host.inject({ method: 'GET', url: `/library/${lib.id}?limit=100`, headers: bearer })).json();
-    for (const item of page.items as { id: string; title: string }[]) ids.set(item.title, item.id);
-  }
-  const id = (title: string) => {
-    const v = ids.get(title);
-    if (!v) throw new Error(`no item ${title} (have ${[...ids.keys()].join(', ')})`);
-    return v;
-  };
   t.equal(ids.size, 9, 'the scan found every title');
 
   const playInfo = (title: string, headers: Record<string, string> = {}, query = '') =>

@@ -24,7 +24,8 @@ import { fixedPlan, keyframePlan, nextKeyframe, segmentAt } from '../../../plugi
 import type { VodSession } from '../../../plugins/vod/transcode/session.js';
 import { parseToken, tokenOf } from '../../../plugins/vod/transcode/variant.js';
 import { asInject, expectError, rawGet } from '../../helpers/http.js';
-import { clip, FFMPEG, FFPROBE, runFfmpeg, tempDir, vodHost } from './fixtures.js';
+import { waitFor } from '../../helpers/wait.js';
+import { catalog, clip, FFMPEG, FFPROBE, runFfmpeg, tempDir, vodHost } from './fixtures.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const mpdParser: { parse(text: string, options: { manifestUri: string }): any } = require('mpd-parser');
@@ -245,15 +246,6 @@ function logCapture(): { logger: pino.Logger; lines: Record<string, any>[] } {
   return { logger: pino({ level: 'info' }, stream), lines };
 }
 
-async function waitFor<T>(fn: () => T | Promise<T>, timeoutMs: number, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v || Date.now() > deadline) return v;
-    await sleep(everyMs);
-  }
-}
-
 const small = { width: 320, height: 180, fps: 25 };
 
 // ---------------------------------------------------------------------------
@@ -299,17 +291,7 @@ t.test('VOD transcoding over HTTP', async (t) => {
   const bearer = host.authHeaders;
   const apiKey = `api_key=${encodeURIComponent(token)}`;
 
-  const libs = (await host.inject({ method: 'GET', url: '/libraries', headers: bearer })).json().libraries as { id: number; name: string }[];
-  const ids = new Map<string, string>();
-  for (const lib of libs) {
-    const page = (await host.inject({ method: 'GET', url: `/library/${lib.id}?limit=100`, headers: bearer })).json();
-    for (const item of page.items as { id: string; title: string }[]) ids.set(item.title, item.id);
-  }
-  const id = (title: string) => {
-    const v = ids.get(title);
-    if (!v) throw new Error(`no item ${title} (have ${[...ids.keys()].join(', ')})`);
-    return v;
-  };
+  const { libs, id } = await catalog(host);
   const durationOf = async (name: string) => Number((await ffprobe(file(name))).format.duration);
   const jobs = () => host.host.jobs.list().filter((j) => j.kind === 'vod-transcode' && j.state === 'running');
   /** The job of a manifest (its token is in every segment URL). */
