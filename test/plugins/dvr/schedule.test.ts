@@ -160,7 +160,14 @@ t.test('dvr scheduling', async (t) => {
     }
     t.match(seen, { start: new Date(newStart).toISOString(), stop: new Date(newStart + 2 * MINUTE).toISOString(), program_id: newId, status: 'scheduled' }, 'the moved programme: new times and id');
     t.equal((await tasks()).find((k) => k.id === `dvr:${a.id}`)?.at, newStart - PAD, 'its start task moved');
-    t.match(await get(`/recordings/${b.id}`), { start: longer.programme.start, stop: new Date(Date.parse(longer.programme.start) + 3 * MINUTE).toISOString(), program_id: longer.programme.id }, 'the lengthened one: new stop');
+    // The guide follower updates recordings one after another: wait for the second too.
+    const longerStop = new Date(Date.parse(longer.programme.start) + 3 * MINUTE).toISOString();
+    let seenB: any;
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(500)) {
+      seenB = await get(`/recordings/${b.id}`);
+      if (seenB.stop === longerStop) break;
+    }
+    t.match(seenB, { start: longer.programme.start, stop: longerStop, program_id: longer.programme.id }, 'the lengthened one: new stop');
     expectError(t, await post({ channel_id: moved.channelId, program_id: newId }), 409, /already recorded/, 'the moved programme under its new id is a duplicate');
   });
 
