@@ -11,8 +11,11 @@ import type { VodStore } from './store.js';
 /** What access needs from the store (VodStore, or a cache in front of it). */
 export type ItemSource = Pick<VodStore, 'item' | 'versions'>;
 
+/** Item ids are opaque ([A-Za-z0-9_-], at most 64): anything else is unknown without a query. */
+export const isItemId = (id: string): boolean => /^[A-Za-z0-9_-]{1,64}$/.test(id);
+
 export async function visibleItem(store: Pick<VodStore, 'item'>, auth: AuthService, user: AuthUser, id: string): Promise<Item> {
-  const item = /^[A-Za-z0-9_-]{1,64}$/.test(id) ? await store.item(id) : undefined;
+  const item = isItemId(id) ? await store.item(id) : undefined;
   if (!item || !auth.canAccessLibrary(user, item.libraryId)) throw errors.notFound(`No item ${JSON.stringify(id.slice(0, 64))}`);
   return item;
 }
@@ -31,7 +34,7 @@ export interface Playable {
 export async function playableItem(store: ItemSource, auth: AuthService, request: FastifyRequest, id: string, version = 0): Promise<Playable> {
   const user = auth.requireUser(request);
   const item = await visibleItem(store, auth, user, id);
-  if (!PLAYABLE.has(item.type)) throw errors.badRequest(`Item ${id} is a ${item.type}; play one of its ${item.type === 'series' ? 'episodes' : 'episodes'}`);
+  if (!PLAYABLE.has(item.type)) throw errors.badRequest(`Item ${id} is a ${item.type}; play one of its episodes`);
   const versions = await store.versions(item.id);
   if (!versions.length) throw errors.notFound(`Item ${id} has no readable file`);
   const file = versions[version];

@@ -3,6 +3,7 @@
  * build on VOD, and the hooks they add to play-info and manifests.
  */
 import type { AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, Logger, ManifestSubtitle, VodCatalog } from 'antenna/sdk';
+import { isItemId } from './access.js';
 import { PLAYABLE, type Item, type MediaFile } from './model.js';
 import type { VodStore } from './store.js';
 
@@ -45,7 +46,7 @@ export class Catalog implements VodCatalog {
   }
 
   private async visible(user: AuthUser, id: string): Promise<Item | undefined> {
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) return undefined;
+    if (!isItemId(id)) return undefined;
     const item = await this.db.item(id);
     return item && PLAYABLE.has(item.type) && this.auth!.canAccessLibrary(user, item.libraryId) ? item : undefined;
   }
