@@ -15,6 +15,7 @@ export function demoConfig(): Record<string, unknown> {
       vod: { demo: true },
       'continue-watching': {},
       subtitles: {},
+      web: {},
       // Resolved against the repository, wherever the server is started from.
       [path.resolve(__dirname, '../../../examples/tuner-test-pattern')]: { channels: 3 },
     },

@@ -1,0 +1,87 @@
+/** Shapes of the client API the app reads (spec/client-api.md, PRODUCT.md §2, the OpenAPI document at /api/docs). */
+
+export interface Me {
+  id: number;
+  username: string;
+  active: boolean;
+  admin: boolean;
+  all_libraries_access: boolean;
+  favorites: number[];
+}
+
+export interface Channel {
+  id: number;
+  name: string;
+  tvg_chno: string;
+  favorited: boolean;
+  logo?: string | null;
+  category?: string | null;
+  tvg_id?: string | null;
+  source?: string | null;
+}
+
+export interface Program {
+  id: number;
+  title: string;
+  start: string;
+  stop: string;
+  description?: string;
+  sub_title?: string;
+  categories?: string[];
+  episode_num?: string;
+  icon?: string;
+}
+
+export interface GuideEntry {
+  id: number;
+  name: string;
+  programs: Program[];
+}
+
+export interface GuidePage {
+  total_channels: number;
+  offset: number;
+  channels: GuideEntry[];
+}
+
+export type RecordingStatus = 'scheduled' | 'recording' | 'completed' | 'failed' | 'cancelled';
+
+export interface Recording {
+  id: number;
+  channel_id: number;
+  program_id: number;
+  status: RecordingStatus;
+  title: string;
+  start: string;
+  stop: string;
+  error?: string;
+  size_bytes?: number;
+}
+
+export interface ContinueEntry {
+  videoId: string;
+  libraryId: number | string;
+  contentType: 'movie' | 'episode' | 'recording';
+  title: string;
+  position: number;
+  duration: number;
+  watched: boolean;
+  updated_at: string;
+}
+
+export interface SubtitleTrack {
+  label: string;
+  language: string;
+  url: string;
+  codec?: string;
+  forced?: boolean;
+  default?: boolean;
+  external?: boolean;
+}
+
+export interface PlayInfo {
+  method: 'direct' | 'remux' | 'audio-only' | 'transcode';
+  url: string;
+  format: 'mkv' | 'mp4' | 'dash' | 'hls';
+  resume_position?: number;
+}

@@ -1,0 +1,4 @@
+/** Placeholder until this view is written (issue #9). */
+export function ChannelsView() {
+  return <p class="empty">Coming soon.</p>;
+}
