@@ -29,16 +29,24 @@ const CSP = [
   "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "form-action 'self'",
 ].join('; ');
 
+/** If-None-Match: `*`, or a list of tags, weak or strong (a weak comparison, RFC 9110 §13.1.2). */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => { const t = tag.trim(); return t === '*' || t.replace(/^W\//, '') === etag; });
+}
+
 export function webRoutes(http: HttpScope, files: Map<string, StaticFile> | undefined): void {
   const send = (name: string) => async (request: FastifyRequest, reply: FastifyReply) => {
     if (!files) throw errors.unavailable('The web app is not built: run `npm run build`');
     const file = files.get(name);
     if (!file) throw errors.notFound(`No such file: ${name}`);
-    reply.header('etag', file.etag).header('vary', 'accept-encoding').header('x-content-type-options', 'nosniff')
+    const { body, encoding } = pickEncoding(file, request.headers['accept-encoding']);
+    // Each encoding is its own representation, so its own tag.
+    const etag = encoding ? `${file.etag.slice(0, -1)}-${encoding}"` : file.etag;
+    reply.header('etag', etag).header('vary', 'accept-encoding').header('x-content-type-options', 'nosniff')
       .header('cache-control', file.immutable ? 'public, max-age=31536000, immutable' : 'no-cache');
     if (name === 'index.html') reply.header('content-security-policy', CSP).header('referrer-policy', 'no-referrer');
-    if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
-    const { body, encoding } = pickEncoding(file, request.headers['accept-encoding']);
+    if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
     if (encoding) reply.header('content-encoding', encoding);
     return reply.type(file.type).header('content-length', body.length).send(body);
   };
