@@ -85,3 +85,69 @@ export interface PlayInfo {
   format: 'mkv' | 'mp4' | 'dash' | 'hls';
   resume_position?: number;
 }
+
+export interface Library {
+  id: number;
+  name: string;
+  type: 'movies' | 'shows' | 'recordings';
+  item_count: number;
+}
+
+export type ItemType = 'movie' | 'series' | 'season' | 'episode' | 'recording';
+
+export interface ItemSummary {
+  id: string;
+  type: ItemType;
+  title: string;
+  year: number | null;
+  library_id: number;
+  season_number: number | null;
+  episode_number: number | null;
+  /** Seconds (playable items). */
+  duration: number | null;
+  /** Seasons of a series, episodes of a season. */
+  child_count: number | null;
+  added_at: string;
+}
+
+export interface LibraryPage extends Library {
+  items: ItemSummary[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export interface VideoStream {
+  index: number; codec: string; profile: string | null; width: number; height: number;
+  hdr: boolean; bitrate: number | null; fps: number | null;
+}
+
+export interface AudioStream {
+  index: number;
+  /** The value of audioTrack that selects it. */
+  track: number;
+  codec: string; channels: number; language: string | null; title: string | null; default: boolean;
+}
+
+export interface SubtitleStream {
+  index: number; codec: string; language: string | null; title: string | null; default: boolean; forced: boolean;
+}
+
+export interface ItemVersion {
+  version: number;
+  label: string | null;
+  file_name: string;
+  container: string;
+  size: number;
+  duration: number;
+  bitrate: number;
+  video: VideoStream | null;
+  audio: AudioStream[];
+  subtitles: SubtitleStream[];
+}
+
+export interface ItemDetail extends ItemSummary {
+  parent_id: string | null;
+  versions: ItemVersion[];
+  children: ItemSummary[];
+}

@@ -1,4 +1,273 @@
-/** Placeholder until this view is written (issue #9). */
-export function PlayerView({ kind, id }: { kind: 'live' | 'vod' | 'recording'; id: string }) {
-  return <p class="empty">Play {kind} {id}: coming soon.</p>;
+/**
+ * The player (#/watch/vod|live|recording/:id): the browser's <video> with its
+ * native controls, plus back, title, audio and subtitle choices, an error
+ * overlay with retry, keyboard shortcuts and progress reports. Sources and
+ * headings come from player/sources.ts, the <video> plumbing (hls.js, tracks)
+ * from player/engine.ts.
+ */
+import './player.css';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError } from '../api.js';
+import { Engine, type SubtitleChoice } from '../player/engine.js';
+import { playerKeys } from '../player/keyboard.js';
+import { audioLabel } from '../player/labels.js';
+import { ProgressReporter } from '../player/progress.js';
+import { heading, prepare, type Heading, type PlayerKind } from '../player/sources.js';
+import { currentPath, href, navigate, routeQuery } from '../router.js';
+import type { AudioStream, ItemDetail, SubtitleTrack } from '../types.js';
+import { describeError, Spinner, useTitle } from '../ui.js';
+
+const SUBTITLE_CHOICE = 'antenna.player.subtitles';
+
+/** The page the last route change came from: Back returns there when it was not another player. */
+let previousPage: string | undefined;
+const hashOf = (url: string) => { try { return new URL(url).hash.replace(/^#/, '') || '/'; } catch { return undefined; } };
+window.addEventListener('hashchange', (e) => {
+  // navigate({ replace: true }) dispatches a bare event without URLs: it moved nowhere new.
+  const from = hashOf(e.oldURL);
+  if (from !== undefined) previousPage = from;
+});
+
+type Remembered = { label: string; language: string } | 'off';
+
+function rememberedSubtitles(): Remembered | undefined {
+  try {
+    const raw = sessionStorage.getItem(SUBTITLE_CHOICE);
+    return raw ? JSON.parse(raw) as Remembered : undefined;
+  } catch { return undefined; }
+}
+
+/** The session's subtitle choice applied to a title's tracks: same label, else same language, else off. */
+function preferredSubtitle(choices: SubtitleChoice[]): string {
+  const wanted = rememberedSubtitles();
+  if (!wanted || wanted === 'off') return 'off';
+  return (choices.find((c) => c.label === wanted.label) ?? choices.find((c) => c.language === wanted.language))?.key ?? 'off';
+}
+
+interface Load {
+  n: number;
+  audioTrack?: number;
+  start?: number;
+}
+
+interface Failure {
+  error: unknown;
+  /** Date.now() before which trying again is pointless (Retry-After). */
+  notBefore?: number;
+}
+
+export function PlayerView({ kind, id }: { kind: PlayerKind; id: string }) {
+  // A new title is a new player: nothing of the last one's state carries over.
+  return <Player key={`${kind}/${id}`} kind={kind} id={id} />;
+}
+
+function Player({ kind, id }: { kind: PlayerKind; id: string }) {
+  const videoRef = useRef<HTMLVideoElement>(null);
+  const frameRef = useRef<HTMLDivElement>(null);
+  const engineRef = useRef<Engine>();
+  const reporterRef = useRef<ProgressReporter>();
+  const [head, setHead] = useState<Heading>();
+  const [load, setLoad] = useState<Load>(() => {
+    const query = routeQuery(currentPath());
+    const t = Number(query.get('t'));
+    return { n: 0, start: query.has('t') && Number.isFinite(t) && t >= 0 ? t : undefined };
+  });
+  const [failure, setFailure] = useState<Failure>();
+  const [waiting, setWaiting] = useState(true);
+  const [audio, setAudio] = useState<AudioStream[]>([]);
+  const [audioTrack, setAudioTrack] = useState<number>();
+  const [apiTracks, setApiTracks] = useState<SubtitleTrack[]>([]);
+  const [hlsTracks, setHlsTracks] = useState<SubtitleChoice[]>([]);
+  /** How the current load plays: until known, no subtitle choice is offered. */
+  const [mode, setMode] = useState<'pending' | 'hls' | 'file'>('pending');
+  const [subtitle, setSubtitle] = useState<string>();
+  useTitle(head?.title ?? 'Player');
+
+  const back = () => {
+    if (previousPage !== undefined && !previousPage.startsWith('/watch/')) history.back();
+    else navigate(head?.back ?? (kind === 'live' ? '/live' : kind === 'recording' ? '/recordings' : '/'), { replace: true });
+  };
+  const backRef = useRef(back);
+  backRef.current = back;
+
+  // Once per title: the engine, the keys, the heading and what the tracks are.
+  useEffect(() => {
+    const video = videoRef.current!;
+    const engine = new Engine(video, {
+      fatal: (error) => setFailure({ error }),
+      blocked: () => setWaiting(false),
+      tracks: () => setHlsTracks(engine.hlsSubtitles()),
+    });
+    engineRef.current = engine;
+    const removeKeys = playerKeys(video, frameRef.current!, () => backRef.current());
+    const controller = new AbortController();
+    const { signal } = controller;
+    const loadHeading = () => heading(kind, id, signal).then(setHead, () => { /* the title is a nicety: playback goes on without it */ });
+    void loadHeading();
+    // The programme on air changes while one watches.
+    const refresh = kind === 'live' ? setInterval(loadHeading, 60_000) : undefined;
+    if (kind === 'vod') {
+      api<ItemDetail>(`/item/${encodeURIComponent(id)}`, { signal }).then((item) => {
+        const tracks = item.versions[0]?.audio ?? [];
+        setAudio(tracks);
+        setAudioTrack((current) => current ?? (tracks.find((a) => a.default) ?? tracks[0])?.track);
+      }, () => {});
+      api<{ tracks: SubtitleTrack[] }>(`/api/items/${encodeURIComponent(id)}/subtitle-tracks`, { signal }).then((r) => setApiTracks(r.tracks), () => {});
+    }
+    return () => {
+      controller.abort();
+      clearInterval(refresh);
+      removeKeys();
+      // The last report before the <video> is emptied.
+      reporterRef.current?.stop();
+      reporterRef.current = undefined;
+      engine.destroy();
+      engineRef.current = undefined;
+    };
+  }, [kind, id]);
+
+  // Each load: first play, retry, another audio track.
+  useEffect(() => {
+    const video = videoRef.current!;
+    const engine = engineRef.current!;
+    const controller = new AbortController();
+    setFailure(undefined);
+    setWaiting(true);
+    setHlsTracks([]);
+    setMode('pending');
+    const playing = () => setWaiting(false);
+    video.addEventListener('playing', playing);
+    prepare(kind, id, { audioTrack: load.audioTrack, start: load.start }, controller.signal).then((prepared) => {
+      if (controller.signal.aborted) return;
+      if (prepared.progressId && !reporterRef.current) reporterRef.current = new ProgressReporter(prepared.progressId, video);
+      return engine.load(prepared.source, controller.signal).then(() => {
+        if (!controller.signal.aborted) setMode(engine.hls ? 'hls' : 'file');
+      });
+    }).catch((error: Error) => {
+      if (controller.signal.aborted || error.name === 'AbortError') return;
+      const retryAfter = error instanceof ApiError ? error.retryAfter : undefined;
+      setFailure({ error, notBefore: retryAfter ? Date.now() + retryAfter * 1000 : undefined });
+    });
+    return () => {
+      controller.abort();
+      video.removeEventListener('playing', playing);
+      reporterRef.current?.pause();
+    };
+  }, [kind, id, load]);
+
+  // hls.js plays the manifest's renditions (cues aligned through X-TIMESTAMP-MAP); a file gets the WebVTT files.
+  const subtitleChoices: SubtitleChoice[] = mode === 'hls'
+    ? hlsTracks.map((c, i) => ({ ...c, label: hlsTracks.length === apiTracks.length ? apiTracks[i].label : c.label }))
+    : mode === 'file'
+      ? apiTracks.map((t, i) => ({ key: `vtt-${i}`, label: t.label, language: t.language, vttUrl: t.url }))
+      : [];
+  const choicesKey = subtitleChoices.map((c) => c.key).join();
+  const selectedSubtitle = subtitle ?? preferredSubtitle(subtitleChoices);
+
+  useEffect(() => {
+    const engine = engineRef.current;
+    if (!engine || !subtitleChoices.length) return;
+    const controller = new AbortController();
+    engine.showSubtitles(subtitleChoices.find((c) => c.key === selectedSubtitle), controller.signal).catch((err: Error) => {
+      if (err.name !== 'AbortError') setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) });
+    });
+    return () => controller.abort();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [selectedSubtitle, choicesKey]);
+
+  const chooseSubtitle = (key: string) => {
+    setSubtitle(key);
+    const choice = subtitleChoices.find((c) => c.key === key);
+    sessionStorage.setItem(SUBTITLE_CHOICE, JSON.stringify(choice ? { label: choice.label, language: choice.language } : 'off'));
+  };
+
+  const chooseAudio = (track: number) => {
+    setAudioTrack(track);
+    const hls = engineRef.current?.hls;
+    const position = audio.findIndex((a) => a.track === track);
+    // A manifest with every audio rendition switches in place; ours carry one, so the title reloads with the other.
+    if (hls && hls.audioTracks.length > 1 && position >= 0 && position < hls.audioTracks.length) {
+      hls.audioTrack = position;
+      return;
+    }
+    const video = videoRef.current!;
+    setLoad((l) => ({ n: l.n + 1, audioTrack: track, start: video.currentTime || l.start }));
+  };
+
+  const retry = () => {
+    const video = videoRef.current!;
+    setLoad((l) => ({ n: l.n + 1, audioTrack: l.audioTrack, start: kind === 'live' ? undefined : (video.currentTime || l.start) }));
+  };
+
+  return (
+    <div class="player" ref={frameRef}>
+      <div class="player-bar">
+        <button type="button" class="button ghost player-back" onClick={back} aria-label="Back">
+          <span aria-hidden="true">←</span><span class="player-back-label">Back</span>
+        </button>
+        <div class="player-heading">
+          <h1 class="player-title">{head?.title ?? ' '}</h1>
+          {head?.detail && <p class="player-detail">{head.detail}</p>}
+        </div>
+        <div class="player-choices">
+          {audio.length > 1 && (
+            <label class="player-select">
+              <span>Audio</span>
+              <select value={String(audioTrack ?? '')} onChange={(e) => chooseAudio(Number((e.target as HTMLSelectElement).value))}>
+                {audio.map((a) => <option key={a.track} value={String(a.track)}>{audioLabel(a)}</option>)}
+              </select>
+            </label>
+          )}
+          {subtitleChoices.length > 0 && (
+            <label class="player-select">
+              <span>Subtitles</span>
+              <select value={selectedSubtitle} onChange={(e) => chooseSubtitle((e.target as HTMLSelectElement).value)}>
+                <option value="off">Off</option>
+                {subtitleChoices.map((c) => <option key={c.key} value={c.key}>{c.label}</option>)}
+              </select>
+            </label>
+          )}
+        </div>
+      </div>
+      <div class="player-stage">
+        <video ref={videoRef} class="player-video" controls playsInline preload="auto" aria-label={head ? `Video: ${head.title}` : 'Video'} />
+        {waiting && !failure && <div class="player-overlay waiting"><Spinner label={kind === 'live' ? 'Tuning' : 'Loading video'} /></div>}
+        {failure && <FailureOverlay kind={kind} failure={failure} onRetry={retry} onBack={back} />}
+      </div>
+      <p class="player-keys muted">Space or K play/pause · ← → 10 s · F full screen · Esc back</p>
+    </div>
+  );
+}
+
+function FailureOverlay({ kind, failure, onRetry, onBack }: { kind: PlayerKind; failure: Failure; onRetry(): void; onBack(): void }) {
+  const [now, setNow] = useState(Date.now());
+  const retryRef = useRef<HTMLButtonElement>(null);
+  const wait = failure.notBefore ? Math.ceil((failure.notBefore - now) / 1000) : 0;
+  useEffect(() => {
+    if (wait <= 0) return;
+    const timer = setTimeout(() => setNow(Date.now()), 1000);
+    return () => clearTimeout(timer);
+  }, [wait, now]);
+  useEffect(() => { retryRef.current?.focus(); }, [failure]);
+  const status = failure.error instanceof ApiError ? failure.error.status : 0;
+  const title = kind === 'live' && status === 409 ? 'All tuners are busy' : kind === 'live' ? 'This channel cannot be played' : 'This video cannot be played';
+  const hint = kind === 'live' && status === 409
+    ? 'Stop watching a channel on another screen, or wait for a recording to finish, then try again.'
+    : status === 404 ? 'It may have been removed or renamed since the library was last scanned.' : undefined;
+  return (
+    <div class="player-overlay failure" role="alert">
+      <div class="player-failure">
+        <h2>{title}</h2>
+        <p class="player-failure-message">{failure.error instanceof ApiError ? failure.error.message : describeError(failure.error)}</p>
+        {hint && <p class="muted">{hint}</p>}
+        <div class="row">
+          <button type="button" class="button primary" ref={retryRef} disabled={wait > 0} onClick={onRetry}>
+            {wait > 0 ? `Try again in ${wait} s` : 'Try again'}
+          </button>
+          <button type="button" class="button" onClick={onBack}>Back</button>
+          {status === 401 && <a class="button ghost" href={href('/')}>Home</a>}
+        </div>
+      </div>
+    </div>
+  );
 }
