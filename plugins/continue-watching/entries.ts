@@ -105,6 +105,19 @@ export class ContinueWatching {
     return entry;
   }
 
+  /**
+   * GET one video's state, for item pages: its entry (watched ones too), or a
+   * blank one when the user never played it.
+   */
+  async state(user: AuthUser, videoId: string): Promise<{ entry: Entry; played: boolean }> {
+    const entries = await this.entriesOf(user.id);
+    const old = entries.get(videoId);
+    const item = await this.item(user, videoId, old);
+    if (!item) throw notFound(videoId);
+    if (old) return { entry: this.refreshed(user.id, entries, old, item), played: true };
+    return { entry: { ...meta(item), position: 0, duration: ms(item.duration), watched: false, updatedAt: 0 }, played: false };
+  }
+
   /** DELETE: forgets the entry (its watched state too). Idempotent for a video the user can see. */
   async remove(user: AuthUser, videoId: string): Promise<void> {
     const entries = await this.entriesOf(user.id);

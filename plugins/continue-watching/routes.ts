@@ -64,6 +64,19 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
     return { items: items.map(view), total };
   });
 
+  http.get('/api/continue-watching/:videoId', {
+    schema: {
+      summary: 'One video\'s progress and watched state', tags,
+      description: `For item pages: the entry, watched or not (the list holds unwatched ones only). A video the user may see but never played answers position 0, watched false and updated_at null. ${NOT_FOUND}.`,
+      params: Params,
+      response: { 200: Type.Object({ ...EntrySchema.properties, updated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]) }), ...errorsOf },
+    },
+  }, async (request) => {
+    const state = await entries.state(auth.requireUser(request), videoId(request));
+    const entry = view(state.entry);
+    return { ...entry, updated_at: state.played ? entry.updated_at : null };
+  });
+
   http.post('/api/continue-watching/:videoId/progress', {
     schema: {
       summary: 'Report playback progress', tags,

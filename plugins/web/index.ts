@@ -21,11 +21,12 @@ const PUBLIC_DIR = path.join(__dirname, 'public');
 /**
  * The page may load nothing from elsewhere: scripts, styles, players and API calls are
  * all this origin. Channel logos are the exception: playlists point at logo URLs anywhere.
- * hls.js runs its demuxer in a blob: worker and feeds <video> through blob: media sources.
+ * hls.js runs its demuxer in a blob: worker, feeds <video> through blob: media sources and
+ * gives its metadata and caption text tracks a `data:,WEBVTT` source.
  */
 const CSP = [
   "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob: http: https:", "media-src 'self' blob:", "worker-src 'self' blob:",
+  "img-src 'self' data: blob: http: https:", "media-src 'self' blob: data:", "worker-src 'self' blob:",
   "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'", "form-action 'self'",
 ].join('; ');
 

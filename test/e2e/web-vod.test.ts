@@ -120,6 +120,11 @@ t.test('libraries, item page, VOD playback, continue watching', { skip: skipWith
   await page.getByText('Watched', { exact: true }).waitFor();
   const list = async () => JSON.parse((await host.inject({ method: 'GET', url: '/api/continue-watching?type=vod', headers: { authorization: `Bearer ${token}` } })).body) as { items: { videoId: string }[] };
   t.notOk((await list()).items.some((e) => e.videoId === movieId), 'marked watched, it leaves Continue watching');
+  // A fresh load knows it too (the server's per-video state, not this page's memory).
+  await page.reload();
+  await page.getByText('Watched', { exact: true }).waitFor();
+  await page.getByRole('button', { name: 'Mark as unwatched' }).waitFor();
+  t.equal(await page.getByRole('button', { name: /Mark as watched/ }).count(), 0, 'after a reload the page offers only "Mark as unwatched"');
   await page.getByRole('button', { name: 'Mark as unwatched' }).click();
   await page.getByRole('button', { name: /Mark as watched/ }).waitFor();
   t.ok((await list()).items.some((e) => e.videoId === movieId), 'marked unwatched, it is back');

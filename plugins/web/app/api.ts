@@ -49,6 +49,8 @@ export interface RequestOptions {
   /** Sent as multipart/form-data instead of JSON. */
   form?: FormData;
   signal?: AbortSignal;
+  /** Let the request outlive the page (a last progress report when leaving). */
+  keepalive?: boolean;
 }
 
 /** Headers every request carries: the token and the device id. */
@@ -78,7 +80,7 @@ export async function request(path: string, options: RequestOptions = {}): Promi
   }
   let response: Response;
   try {
-    response = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal });
+    response = await fetch(path, { method: options.method ?? 'GET', headers, body, signal: options.signal, keepalive: options.keepalive });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'The server cannot be reached. Check your connection and try again.');

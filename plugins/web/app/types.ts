@@ -66,7 +66,8 @@ export interface ContinueEntry {
   position: number;
   duration: number;
   watched: boolean;
-  updated_at: string;
+  /** null: a video never played (GET /api/continue-watching/{id}). */
+  updated_at: string | null;
 }
 
 export interface SubtitleTrack {

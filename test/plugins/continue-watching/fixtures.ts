@@ -73,6 +73,7 @@ export function client(host: TestHost, token: string) {
   return {
     headers,
     list: (query = '') => host.inject({ method: 'GET', url: `${base}${query}`, headers }),
+    state: (id: string) => host.inject({ method: 'GET', url: `${base}/${id}`, headers }),
     progress: (id: string, payload: unknown) => host.inject({ method: 'POST', url: `${base}/${id}/progress`, headers, payload: payload as object }),
     watched: (id: string) => host.inject({ method: 'PATCH', url: `${base}/${id}/watched`, headers }),
     unwatched: (id: string) => host.inject({ method: 'PATCH', url: `${base}/${id}/unwatched`, headers }),

@@ -84,6 +84,18 @@ t.test('continue watching', async (t) => {
     t.match((await admin.progress(id.bravo, { position: 3, duration: 100 })).json(), { watched: false, position: 3 });
     t.equal((await admin.listed())[0], id.bravo);
 
+    // One video's state, for item pages: watched ones too, which the list leaves out.
+    const one = await admin.state(id.charlie);
+    t.equal(one.statusCode, 200);
+    t.match(one.json(), { videoId: id.charlie, watched: false, position: 0 }, 'GET one entry');
+    t.match((await admin.state(id.bravo)).json(), { videoId: id.bravo, watched: false, position: 3 });
+    t.equal((await admin.watched(id.bravo)).statusCode, 200);
+    t.match((await admin.state(id.bravo)).json(), { watched: true, position: 3 }, 'a watched video answers too');
+    t.equal((await admin.progress(id.bravo, { position: 3, duration: 100 })).statusCode, 200);
+    const never = (await admin.state(id.s2e1)).json();
+    t.match(never, { videoId: id.s2e1, watched: false, position: 0, updated_at: null, contentType: 'episode' }, 'never played: a blank state');
+    t.notOk((await admin.listed()).includes(id.s2e1), 'and reading it starts no entry');
+
     // PATCH watched on a video never played creates its entry (watched).
     const fresh = await admin.watched(id.s2e1);
     t.match(fresh.json(), { videoId: id.s2e1, watched: true, position: 0, contentType: 'episode' });
@@ -177,6 +189,7 @@ t.test('continue watching', async (t) => {
     t.strictSame(await sam.listed('?type=vod&limit=1&offset=1'), [], 'nor paged to');
     expectError(t, await sam.progress(id.alpha, { position: 50, duration: 100 }), 404, undefined, 'progress on it');
     expectError(t, await sam.watched(id.alpha), 404);
+    expectError(t, await sam.state(id.alpha), 404, undefined, 'reading its state');
     expectError(t, await sam.unwatched(id.alpha), 404);
     expectError(t, await sam.remove(id.alpha), 404, undefined, 'deleting it');
 
@@ -207,6 +220,7 @@ t.test('continue watching', async (t) => {
       expectError(t, await admin.watched(enc), 404, undefined, `watched ${unknown.slice(0, 20)}`);
       expectError(t, await admin.unwatched(enc), 404, undefined, `unwatched ${unknown.slice(0, 20)}`);
       expectError(t, await admin.remove(enc), 404, undefined, `delete ${unknown.slice(0, 20)}`);
+      expectError(t, await admin.state(enc), 404, undefined, `get ${unknown.slice(0, 20)}`);
     }
     expectError(t, await host.inject({ method: 'GET', url: '/api/continue-watching' }), 401, undefined, 'no token');
     expectError(t, await host.inject({ method: 'POST', url: `/api/continue-watching/${id.alpha}/progress`, payload: { position: 1 } }), 401);
@@ -214,7 +228,7 @@ t.test('continue watching', async (t) => {
 
   t.test('the routes are in the OpenAPI document', async (t) => {
     const doc = (await host.inject({ method: 'GET', url: '/api/docs/json', headers: host.authHeaders })).json();
-    for (const [path, method] of [['/api/continue-watching', 'get'], ['/api/continue-watching/{videoId}/progress', 'post'], ['/api/continue-watching/{videoId}/watched', 'patch'], ['/api/continue-watching/{videoId}/unwatched', 'patch'], ['/api/continue-watching/{videoId}', 'delete']]) {
+    for (const [path, method] of [['/api/continue-watching', 'get'], ['/api/continue-watching/{videoId}/progress', 'post'], ['/api/continue-watching/{videoId}/watched', 'patch'], ['/api/continue-watching/{videoId}/unwatched', 'patch'], ['/api/continue-watching/{videoId}', 'delete'], ['/api/continue-watching/{videoId}', 'get']]) {
       const op = doc.paths?.[path!]?.[method!];
       t.ok(op, `${method!.toUpperCase()} ${path}`);
       t.strictSame(op?.tags, ['continue-watching']);

@@ -4,7 +4,7 @@
  * reported before playback has started, so opening and leaving the player
  * does not move the saved position.
  */
-import { api, authHeaders } from '../api.js';
+import { api } from '../api.js';
 import type { ContinueEntry } from '../types.js';
 import { remember } from './watch-state.js';
 
@@ -42,16 +42,10 @@ export class ProgressReporter {
     this.lastSent = position;
     const path = `/api/continue-watching/${encodeURIComponent(this.videoId)}/progress`;
     const body = { position: Math.round(position * 1000) / 1000, duration: Math.round(duration * 1000) / 1000 };
-    if (leaving) {
-      // sendBeacon cannot carry the Authorization header; a keepalive fetch can.
-      void fetch(path, { method: 'POST', keepalive: true, headers: { ...authHeaders(), 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
-        .then(async (r) => { if (r.ok) remember(await r.json() as ContinueEntry); })
-        .catch(() => { /* the page is going away; nothing to tell */ });
-      return;
-    }
-    api<ContinueEntry>(path, { method: 'POST', body }).then(remember, () => {
+    // Leaving: sendBeacon cannot carry the Authorization header; a keepalive request can, and outlives the page.
+    api<ContinueEntry>(path, { method: 'POST', body, keepalive: leaving }).then(remember, () => {
       // A lost report is replaced by the next one.
-      this.lastSent = -1;
+      if (!leaving) this.lastSent = -1;
     });
   }
 

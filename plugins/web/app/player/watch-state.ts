@@ -1,8 +1,8 @@
 /**
  * What the app has learnt of the user's progress per video: from the
- * continue-watching list and from the entries that progress reports and
- * watched/unwatched answer. The server has no "state of one video" read, so an
- * item page knows a video is watched only once this session has seen it so.
+ * continue-watching list (unwatched videos only), from one video's state
+ * (GET /api/continue-watching/{id}, watched ones too) and from the entries
+ * that progress reports and watched/unwatched answer.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
@@ -37,6 +37,20 @@ export function useWatchState(): void {
     listeners.add(update);
     return () => { listeners.delete(update); };
   }, []);
+}
+
+const loading = new Map<string, Promise<void>>();
+
+/** One video's state, fetched when a view shows it (once at a time per video); re-renders when it changes. */
+export function useVideoState(videoId: string): ContinueEntry | undefined {
+  useWatchState();
+  useEffect(() => {
+    if (loading.has(videoId)) return;
+    loading.set(videoId, api<ContinueEntry>(`/api/continue-watching/${encodeURIComponent(videoId)}`)
+      .then(remember, () => { /* unknown to continue watching: nothing to show */ })
+      .finally(() => loading.delete(videoId)));
+  }, [videoId]);
+  return knownEntry(videoId);
 }
 
 /** The continue-watching list (unwatched entries only: watched ones leave it). */

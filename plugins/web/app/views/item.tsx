@@ -9,7 +9,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { audioLabel, codecName, languageName, lengthLabel, resolutionName } from '../player/labels.js';
 import { episodeCode } from '../player/sources.js';
-import { knownEntry, loadContinueWatching, markWatched, resumePosition, useWatchState } from '../player/watch-state.js';
+import { loadContinueWatching, markWatched, resumePosition, useVideoState, useWatchState } from '../player/watch-state.js';
 import { href, navigate, routeQuery, usePath } from '../router.js';
 import type { ItemDetail, ItemSummary, ItemVersion, SubtitleTrack } from '../types.js';
 import { describeError, Empty, ErrorNote, formatBytes, formatDuration, Loaded, Spinner, titleColours, toast, useAsync, useTitle } from '../ui.js';
@@ -17,7 +17,7 @@ import { describeError, Empty, ErrorNote, formatBytes, formatDuration, Loaded, S
 const enc = encodeURIComponent;
 const loadItem = (id: string, signal: AbortSignal) => api<ItemDetail>(`/item/${enc(id)}`, { signal });
 
-/** The user's entries, so pages can say what is in progress (the list holds unwatched videos only). */
+/** The user's in-progress entries in one request, so Play or Resume is right at once; each video's own state (watched too) follows. */
 function useContinueEntries() {
   useWatchState();
   return useAsync((signal) => loadContinueWatching(undefined, 1000, signal), []);
@@ -46,9 +46,8 @@ function Poster({ title, year }: { title: string; year?: number | null }) {
 }
 
 function WatchedButtons({ videoId, title }: { videoId: string; title: string }) {
-  useWatchState();
   const [busy, setBusy] = useState(false);
-  const entry = knownEntry(videoId);
+  const entry = useVideoState(videoId);
   const mark = async (watched: boolean) => {
     setBusy(true);
     try {
@@ -60,9 +59,10 @@ function WatchedButtons({ videoId, title }: { videoId: string; title: string }) 
       setBusy(false);
     }
   };
-  // Not in the list and not seen this session: never played, or watched; both choices are offered.
-  const offerWatched = !entry || !entry.watched;
-  const offerUnwatched = !entry || entry.watched || entry.position > 0;
+  if (!entry) return null;
+  // Unwatched also starts a part-watched video over, so it is offered then too.
+  const offerWatched = !entry.watched;
+  const offerUnwatched = entry.watched || entry.position > 0;
   return (
     <>
       {offerWatched && <button type="button" class="button" disabled={busy} onClick={() => { void mark(true); }}>✓ Mark as watched</button>}
@@ -72,8 +72,7 @@ function WatchedButtons({ videoId, title }: { videoId: string; title: string }) 
 }
 
 function PlayButtons({ item }: { item: ItemSummary }) {
-  useWatchState();
-  const resume = resumePosition(knownEntry(item.id));
+  const resume = resumePosition(useVideoState(item.id));
   const watch = `/watch/vod/${enc(item.id)}`;
   if (resume === undefined) {
     return <a class="button primary" href={href(`${watch}?t=0`)} aria-label={`Play ${item.title}`}>▶ Play</a>;
@@ -87,8 +86,7 @@ function PlayButtons({ item }: { item: ItemSummary }) {
 }
 
 function Progress({ videoId }: { videoId: string }) {
-  useWatchState();
-  const entry = knownEntry(videoId);
+  const entry = useVideoState(videoId);
   if (entry?.watched) return <span class="badge watched">Watched</span>;
   const resume = resumePosition(entry);
   if (resume === undefined || !entry?.duration) return null;
@@ -246,9 +244,8 @@ function SeasonEpisodes({ seasonId }: { seasonId: string }) {
 }
 
 function EpisodeRow({ episode }: { episode: ItemSummary }) {
-  useWatchState();
   const code = episodeCode(episode);
-  const resume = resumePosition(knownEntry(episode.id));
+  const resume = resumePosition(useVideoState(episode.id));
   const watch = `/watch/vod/${enc(episode.id)}`;
   return (
     <li class="episode">
