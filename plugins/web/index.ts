@@ -9,10 +9,11 @@
  * path can shadow an API path.
  */
 import path from 'node:path';
-import { coreServices, definePlugin, errors, Type, type HttpScope, type Static } from 'antenna/sdk';
+import { coreServices, definePlugin, errors, Type, type HttpScope } from 'antenna/sdk';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { loadStaticFiles, pickEncoding, type StaticFile } from './static-files.js';
 
+/** No settings yet; an unknown key is refused at start like anywhere else. */
 const configSchema = Type.Object({}, { additionalProperties: false });
 
 /** Where build.ts writes the app, beside this file once compiled. */
@@ -51,12 +52,16 @@ export function webRoutes(http: HttpScope, files: Map<string, StaticFile> | unde
     if (encoding) reply.header('content-encoding', encoding);
     return reply.type(file.type).header('content-length', body.length).send(body);
   };
-  const hidden = { hide: true };
-  http.get('/', { config: { auth: 'public' }, schema: { ...hidden, summary: 'The web app' } }, send('index.html'));
-  http.get('/favicon.svg', { config: { auth: 'public' }, schema: hidden }, send('favicon.svg'));
+  const tags = ['web'];
+  const documented = (summary: string) => ({ summary, tags, description: 'Public. Compressed with brotli or gzip as the client accepts; ETag / If-None-Match.' });
+  http.get('/', { config: { auth: 'public' }, schema: documented('The web app (index.html; its routes are in the URL fragment, /#/guide)') }, send('index.html'));
+  http.get('/favicon.svg', { config: { auth: 'public' }, schema: documented('The icon') }, send('favicon.svg'));
   http.get('/web/:file', {
     config: { auth: 'public' },
-    schema: { ...hidden, params: { type: 'object', properties: { file: { type: 'string', maxLength: 200 } }, required: ['file'] } },
+    schema: {
+      ...documented('A file of the web app (scripts and styles named by content hash, cached for a year)'),
+      params: { type: 'object', properties: { file: { type: 'string', maxLength: 200 } }, required: ['file'] },
+    },
   }, (request, reply) => send((request.params as { file: string }).file)(request, reply));
 }
 
@@ -70,9 +75,8 @@ export default definePlugin({
   dependsOn: ['live-tv', 'vod', 'dvr', 'subtitles', 'continue-watching'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, http: coreServices.http, logger: coreServices.logger },
-      async init({ config, http, logger }) {
-        void (config as Static<typeof configSchema>);
+      deps: { http: coreServices.http, logger: coreServices.logger },
+      async init({ http, logger }) {
         const files = loadStaticFiles(PUBLIC_DIR);
         if (!files) logger.error({ dir: PUBLIC_DIR }, 'the web app is not built: run `npm run build`');
         else logger.debug({ files: files.size }, 'web app loaded');

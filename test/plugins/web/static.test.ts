@@ -124,4 +124,16 @@ t.test('the web app is served from memory, safely', async (t) => {
     const version = await host.inject({ method: 'GET', url: '/api/version' });
     t.equal(version.statusCode, 200, 'the version is public (the account page shows it)');
   });
+
+  await t.test('the files are in the OpenAPI document, as public', async (t) => {
+    const doc = (await host.inject({ method: 'GET', url: '/api/docs/json', headers: host.authHeaders })).json();
+    for (const path of ['/', '/favicon.svg', '/web/{file}']) {
+      t.strictSame(doc.paths?.[path]?.get?.security, [], `GET ${path} is documented as public`);
+      t.strictSame(doc.paths?.[path]?.get?.tags, ['web']);
+    }
+  });
+
+  await t.test('an unknown config key stops start-up', async (t) => {
+    await t.rejects(createTestHost({ plugins: { web: { theme: 'light' } } }), /theme/);
+  });
 });
