@@ -77,11 +77,13 @@ class StoredChannel implements Channel, StoredRow {
   constructor(
     /** 0 until a new row is stored. */
     public id: number,
-    readonly tunerId: string, readonly key: string, readonly name: string,
+    // The strings are replaced once by compact copies of themselves (compactStrings), by the import
+    // that made the channel, before anything else holds it; never changed otherwise.
+    readonly tunerId: string, public key: string, public name: string,
     /** The tuner's number; `assigned` is ours, for a channel without one. */
     readonly given: string | null, readonly assigned: string | null,
-    readonly tvgId: string | null, readonly tvgName: string | null, readonly logo: string | null, readonly groups: string[],
-    readonly extraJson: string, readonly dataJson: string,
+    public tvgId: string | null, public tvgName: string | null, public logo: string | null, readonly groups: string[],
+    public extraJson: string, public dataJson: string,
     /**
      * The channel's place in the tuner's list when its row was last written. A channel
      * listed higher or lower only because others came or went is not rewritten for that:
@@ -126,6 +128,15 @@ class StoredChannel implements Channel, StoredRow {
 class GroupArrays {
   private readonly byJson = new Map<string, string[]>();
   private readonly jsonOf = new Map<readonly string[], string>();
+  /** The extra attributes repeat as well (`{"tvg-country":"AR"}`): one string per distinct JSON (10,000 at most). */
+  private readonly extras = new Map<string, string>();
+  extra(json: string): string | undefined {
+    return this.extras.get(json);
+  }
+  keepExtra(json: string): string {
+    if (this.extras.size < 10_000) this.extras.set(json, json);
+    return json;
+  }
   array(json: string): string[] {
     let groups = this.byJson.get(json);
     if (!groups) {
@@ -149,6 +160,7 @@ class GroupArrays {
  * A listed channel as it would be stored (its id and assigned number are worked
  * out later), or `before` when that is the same channel unchanged: so an
  * unchanged channel costs nothing new, and the snapshot keeps its objects.
+ * A new channel holds the tuner's strings until compactStrings copies them.
  */
 function listedChannel(c: TunerChannel, tunerId: string, position: number, groups: GroupArrays, before: StoredChannel | undefined): StoredChannel {
   const name = c.name.slice(0, 512) || c.key.slice(0, 512);
@@ -162,11 +174,38 @@ function listedChannel(c: TunerChannel, tunerId: string, position: number, group
   if (before && before.name === name && before.given === given && before.tvgId === tvgId &&
     before.tvgName === tvgName && before.logo === logo && before.extraJson === extra && before.dataJson === data &&
     groups.json(before.groups) === groups.json(groupList)) return before;
-  // The strings kept, as compact copies (back from one JSON text): the tuner's may be slices of
-  // larger strings (m3u-tuner's: of the playlist's text) or concatenations of such slices (keys),
-  // which would keep it all alive; and what JSON.stringify returns is a tree of its own parts.
-  const [key, n, id, tn, l, x, d] = JSON.parse(JSON.stringify([c.key, name, tvgId, tvgName === name ? null : tvgName, logo, extra, data])) as string[];
-  return new StoredChannel(0, tunerId, key, n, given, null, id, tvgName === name ? n : tn, l, groupList, x, d, position);
+  return new StoredChannel(0, tunerId, c.key, name, given, null, tvgId, tvgName, logo, groupList, extra, data, position);
+}
+
+/** New channels' strings are copied COPY_BATCH channels at a time: one JSON round trip for all of them. */
+const COPY_BATCH = 512;
+
+/**
+ * The strings of new channels replaced by compact copies of themselves. The
+ * tuner's, back from one JSON text: they may be slices of larger strings
+ * (m3u-tuner's: of the playlist's lines) or concatenations of such slices
+ * (keys), which would keep those alive. One round trip for a few hundred
+ * channels costs half what one per channel did (that was a third of a first
+ * import's reading). The JSON texts made of `extra` and `data` hold nothing
+ * else: flattened (they are trees of their parts), not copied (their quotes
+ * would make the round trip take twice as long).
+ */
+function compactStrings(fresh: StoredChannel[], groups: GroupArrays): void {
+  if (!fresh.length) return;
+  const values: (string | null)[] = [];
+  for (const c of fresh) values.push(c.key, c.name, c.tvgId, c.tvgName === c.name ? null : c.tvgName, c.logo);
+  const copies = JSON.parse(JSON.stringify(values)) as (string | null)[];
+  let k = 0;
+  for (const c of fresh) {
+    c.key = copies[k++]!;
+    c.name = copies[k++]!;
+    c.tvgId = copies[k++];
+    const tvgName = copies[k++];
+    c.tvgName = tvgName === null && c.tvgName !== null ? c.name : tvgName;
+    c.logo = copies[k++];
+    c.extraJson = groups.extra(c.extraJson) ?? groups.keepExtra(flat(c.extraJson));
+    c.dataJson = flat(c.dataJson);
+  }
 }
 
 /**
@@ -290,7 +329,7 @@ export class ChannelStore {
         const [id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groupsJson, extra, data, position] = r;
         if (id > after) after = id;
         if (!tuners.has(tunerId)) continue;
-        channels.push(new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), extra, data, position));
+        channels.push(new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), groups.extra(extra) ?? groups.keepExtra(extra), data, position));
       }
       if (rows.length < LOAD_CHUNK) break;
     } });
@@ -330,29 +369,46 @@ export class ChannelStore {
     // of) go as soon as they are read.
     const read: StoredChannel[] = []; // each with its key as listed (a compact copy, or the snapshot's own string)
     const sharedKeys: (string | undefined)[] = [];
-    const listings = new Map<string, number>(); // how many channels list each key
+    const listedKeys = new Set<string>(); // every key listed
+    const repeated = new Set<string>(); // the keys listed more than once
+    let fresh: StoredChannel[] = []; // new channels of read[copied…], still holding the tuner's strings
+    let copied = 0;
+    const compact = () => {
+      compactStrings(fresh, groups);
+      fresh = [];
+      for (; copied < read.length; copied++) {
+        const size = listedKeys.size;
+        if (listedKeys.add(read[copied].key).size === size) repeated.add(read[copied].key);
+      }
+    };
     const add = (c: TunerChannel) => {
-      const channel = listedChannel(c, tunerId, read.length, groups, snapshotted(c.key));
-      listings.set(channel.key, (listings.get(channel.key) ?? 0) + 1);
+      const before = snapshotted(c.key);
+      const channel = listedChannel(c, tunerId, read.length, groups, before);
+      if (channel !== before) fresh.push(channel);
       sharedKeys.push(c.keyIfShared === undefined ? undefined : flat(c.keyIfShared));
       read.push(channel);
+      if (read.length - copied >= COPY_BATCH) compact();
     };
     if (Array.isArray(incoming)) for (const c of incoming) add(c);
     else for await (const c of incoming) add(c);
+    compact();
     listed?.(read.length);
 
     // The keys, now that it is known which repeat; the first channel of each key counts, an exact
     // repeat is a duplicate. A channel whose key turns out other than as listed becomes a copy with
     // the right one (or the snapshot's channel under that key, if that is the same), and a new one
-    // takes its place in the list without the duplicates.
+    // takes its place in the list without the duplicates. (When no key repeats, the keys are the
+    // keys as listed, each once.)
     const list: StoredChannel[] = [];
-    const keys = new Set<string>();
+    const keys = repeated.size ? new Set<string>() : listedKeys;
     for (let i = 0; i < read.length; i++) {
       let c = read[i];
       const shared = sharedKeys[i];
-      const key = shared !== undefined && listings.get(c.key)! > 1 ? shared : c.key;
-      if (keys.has(key)) continue;
-      keys.add(key);
+      const key = shared !== undefined && repeated.has(c.key) ? shared : c.key;
+      if (keys !== listedKeys) {
+        if (keys.has(key)) continue;
+        keys.add(key);
+      }
       if (c.key !== key) {
         const before = snapshotted(key);
         c = before && before.sameContent(c) ? before : c.moved(key, list.length);
@@ -363,7 +419,8 @@ export class ChannelStore {
     }
     const total = read.length;
     read.length = sharedKeys.length = 0;
-    listings.clear();
+    if (keys !== listedKeys) listedKeys.clear();
+    repeated.clear();
 
     const stamp = this.now();
     const done = await this.knex.transaction(async (trx) => {

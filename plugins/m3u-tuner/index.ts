@@ -74,7 +74,9 @@ async function* readPlaylist(
       const batch = ready;
       ready = [];
       count += batch.length;
-      yield* batch;
+      // Not yield*: in an async generator, over an array, that goes through an async wrapper of the
+      // array's iterator, more promises per channel (100,000 channels: 60-90 ms, against 40-50).
+      for (const c of batch) yield c;
     }
     bytes += chunk.length;
     // size is the compressed size of a gzip playlist: the fraction is a rough one then.
@@ -85,7 +87,7 @@ async function* readPlaylist(
   if (!count && !/^\s*(\ufeff)?#EXTM3U/i.test(head.toString('utf8'))) {
     throw errors.badGateway(`${source.name} is not an M3U playlist`);
   }
-  yield* ready;
+  for (const c of ready) yield c;
   progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
 }
 

@@ -14,6 +14,7 @@
  * shell. `pipe://` URLs (shell commands run by Kodi/Tvheadend) are dropped here
  * so that nothing downstream can ever execute them.
  */
+import { isAscii } from 'node:buffer';
 
 export interface M3uEntry {
   /** Display name: text after the first comma outside quotes, trimmed. Falls back to tvg-name, then the URL. */
@@ -508,22 +509,33 @@ export class M3uParser {
     return this.tokenizer.finish();
   }
 
-  /** UTF-8 bytes: the complete lines decoded at once ('\n' never occurs inside a multi-byte character). */
+  /** UTF-8 bytes: the complete lines decoded ('\n' never occurs inside a multi-byte character), at once when all ASCII. */
   private writeBytes(buf: Buffer): void {
     const last = buf.lastIndexOf(LF);
     if (last < 0) {
       if (buf.length) this.pendingBytes.push(buf);
       return;
     }
-    let text: string;
+    let bytes: Buffer;
     if (this.pendingBytes.length) {
       this.pendingBytes.push(buf.subarray(0, last + 1));
-      text = Buffer.concat(this.pendingBytes).toString('utf8');
+      bytes = Buffer.concat(this.pendingBytes);
       this.pendingBytes = [];
     } else {
-      text = buf.toString('utf8', 0, last + 1);
+      bytes = buf.subarray(0, last + 1);
     }
-    this.tokenizer.lines(text);
+    if (isAscii(bytes)) {
+      this.tokenizer.lines(bytes.toString('latin1'));
+    } else {
+      // One string per line: V8 makes a whole text two-byte for one character beyond Latin-1 (a
+      // Cyrillic name), and every string sliced from it (URLs, logos, ids) two-byte with it, and
+      // a copy of such a slice too. Decoded line by line, only the lines with such characters are.
+      for (let s = 0; s < bytes.length;) {
+        const e = bytes.indexOf(LF, s) + 1; // (the last byte is a '\n')
+        this.tokenizer.lines(bytes.toString('utf8', s, e));
+        s = e;
+      }
+    }
     // A copy: a view would keep the whole chunk alive.
     if (last + 1 < buf.length) this.pendingBytes.push(Buffer.from(buf.subarray(last + 1)));
   }

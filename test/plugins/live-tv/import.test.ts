@@ -179,3 +179,38 @@ t.test('a tuner yielding an async iterable, which uses the database meanwhile, w
   for (const key of ['k1', 'k2', 'k3', 'k4']) t.equal(after[key]!.id, ids[key], `${key} keeps its id`);
   t.strictSame((await channels(host)).map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3', 'Channel 4', 'Channel 5'], 'the channels reloaded, not a stale snapshot');
 });
+
+t.test('a long playlist (more channels than the import copies at once): every channel stored and shown as listed', async (t) => {
+  const dir = await tempDir(t);
+  // 1,300 entries: names in Latin, Cyrillic and Greek script (lines decoded one at a time), tvg-names
+  // equal to the name, different or absent, and a tvg-id listed at the start and again at the end.
+  const entries: PlaylistEntry[] = [];
+  for (let i = 0; i < 1300; i++) {
+    const name = i % 3 === 0 ? `Канал ${i}` : i % 3 === 1 ? `Channel ${i}` : `Κανάλι ${i} ñ`;
+    entries.push({
+      name, url: url(`s${i}`), tvgId: i % 4 === 0 ? undefined : `c${i}.tv`, chno: i % 5 === 0 ? undefined : String(i + 1),
+      tvgName: i % 2 === 0 ? name : i % 7 === 0 ? undefined : `${name} (tvg)`, logo: i % 6 === 0 ? undefined : `http://logos.invalid/${i}.png`,
+      group: i % 2 ? 'News' : 'Music',
+    });
+  }
+  entries[1299] = { ...entries[1299]!, tvgId: 'c1.tv' }; // c1.tv repeats: both keyed with their URLs
+  const file = await write(dir, 'tv.m3u', m3u(entries));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  const stored = await host.host.knex('livetv_channels').orderBy('position').select('key', 'name', 'tvg_id', 'tvg_name', 'logo', 'groups', 'data', 'number', 'present');
+  t.equal(stored.length, 1300);
+  const expected = entries.map((e, i) => ({
+    key: e.tvgId === undefined ? `url:${e.url}` : i === 1 || i === 1299 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`,
+    name: e.name, tvg_id: e.tvgId ?? null, tvg_name: e.tvgName ?? null, logo: e.logo ?? null, groups: JSON.stringify([e.group]),
+    data: JSON.stringify({ url: e.url, headers: {} }), number: e.chno ?? null, present: 1,
+  }));
+  t.strictSame(stored.map((r) => ({ ...r, present: Number(r.present) })), expected, 'each row as listed');
+
+  const byName = new Map((await channels(host)).map((c) => [c.name, c]));
+  t.equal(byName.size, 1300);
+  t.ok(entries.every((e) => byName.get(e.name)?.logo === (e.logo ?? null) || (e.logo === undefined && !byName.get(e.name)?.logo)), 'GET /channels: every name and logo');
+
+  await tick();
+  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 1300 channels, 0 new, 0 gone/);
+  const again = await host.host.knex('livetv_channels').orderBy('position').select('key', 'name', 'tvg_id', 'tvg_name', 'logo', 'groups', 'data', 'number', 'present', 'updated_at');
+  t.equal(new Set(again.map((r) => Number(r.updated_at))).size, 1, 'the same playlist again: no row written');
+});
