@@ -2,10 +2,14 @@
  * Live TV and recordings in the web app's player, in Chromium: a channel
  * plays through hls.js with the token in a header; with the tuner's only
  * stream in use another channel shows the server's tuner-limit message with a
+ * retry; a channel whose source is dead shows the server's message with a
  * retry; a recording still being made plays from its start and its position
  * is saved for Continue watching. Skipped (with the reason) without Debian's Chromium.
  */
 import t from 'tap';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { skipWithoutChromium, startWebApp } from '../helpers/web-app.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -19,7 +23,15 @@ interface Channel { id: number; name: string; tvg_chno: string }
 interface GuidePage { channels: { id: number; programs: { id: number; title: string; start: string; stop: string }[] }[] }
 
 t.test('live channel, tuner limit, recording in progress', { skip: skipWithoutChromium }, async (t) => {
-  const app = await startWebApp(t, { media: false, channels: 2, maxStreams: 1 });
+  // A playlist with one channel whose upstream refuses connections (port 9 on loopback: nothing listens).
+  const playlistDir = await mkdtemp(path.join(os.tmpdir(), 'antenna-web-dead-'));
+  t.teardown(() => rm(playlistDir, { recursive: true, force: true }));
+  const playlist = path.join(playlistDir, 'dead.m3u');
+  await writeFile(playlist, '#EXTM3U\n#EXTINF:-1 tvg-id="dead.1" tvg-chno="950",Dead Channel\nhttp://127.0.0.1:9/dead.ts\n');
+  const app = await startWebApp(t, {
+    media: false, channels: 2, maxStreams: 1,
+    plugins: { 'm3u-tuner': { sources: [{ name: 'Dead Source', url: playlist, maxStreams: 1 }] } },
+  });
   const { page, host } = app;
   const waitForTime = (above: number, timeout = 90_000) =>
     page.waitForFunction(([sel, min]: [string, number]) => (document.querySelector(sel)?.currentTime ?? 0) > min, [PLAYER_VIDEO, above] as [string, number], { timeout });
@@ -32,7 +44,9 @@ t.test('live channel, tuner limit, recording in progress', { skip: skipWithoutCh
     return JSON.parse(r.body) as T;
   };
   const { channels } = await get<{ channels: Channel[] }>('/channels');
-  const [first, second] = channels;
+  const [first, second] = channels.filter((c) => c.name.startsWith('Test Pattern'));
+  const dead = channels.find((c) => c.name === 'Dead Channel')!;
+  t.ok(dead, 'the dead channel is listed');
 
   // A channel plays, named in the player's heading with what is on.
   await app.open(`/watch/live/${first.id}`);
@@ -50,6 +64,14 @@ t.test('live channel, tuner limit, recording in progress', { skip: skipWithoutCh
   await page.getByRole('button', { name: 'Try again' }).waitFor();
   t.pass('with a retry');
   await app.screenshot('player-error-tuner-limit');
+
+  // A channel whose source does not answer: the server's message, a hint and a retry.
+  await app.open(`/watch/live/${dead.id}`);
+  const failed = page.getByRole('alert').filter({ hasText: 'This channel cannot be played' });
+  await failed.waitFor({ timeout: 30_000 });
+  t.match(await failed.textContent(), /may be offline/, 'the stream failure is explained');
+  await page.getByRole('button', { name: /Try again/ }).waitFor();
+  await app.screenshot('player-error-dead-upstream');
 
   // Record what is on the first channel now (it shares the stream being watched) and play it as it grows.
   const now = new Date();

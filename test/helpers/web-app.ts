@@ -29,6 +29,8 @@ export interface WebAppOptions {
   media?: boolean;
   /** Phone-sized viewport instead of a desktop one. */
   phone?: boolean;
+  /** More plugins, as in the config's `plugins:` block (an m3u-tuner with a dead channel…). */
+  plugins?: Record<string, unknown>;
 }
 
 export interface WebApp {
@@ -101,6 +103,7 @@ export async function startWebApp(t: TestLike, options: WebAppOptions = {}): Pro
         [path.join(REPO_ROOT, 'dist/examples/tuner-test-pattern')]: {
           channels: options.channels ?? 3, maxStreams: options.maxStreams ?? 4, size: '320x180', rate: 25,
         },
+        ...options.plugins,
       },
     }),
     launchChromium(),

@@ -253,6 +253,7 @@ function FailureOverlay({ kind, failure, onRetry, onBack }: { kind: PlayerKind; 
   const title = kind === 'live' && status === 409 ? 'All tuners are busy' : kind === 'live' ? 'This channel cannot be played' : 'This video cannot be played';
   const hint = kind === 'live' && status === 409
     ? 'Stop watching a channel on another screen, or wait for a recording to finish, then try again.'
+    : kind === 'live' && (status === 502 || status === 503) ? 'The channel\'s source did not answer: it may be offline. Try again in a moment.'
     : status === 404 ? 'It may have been removed or renamed since the library was last scanned.' : undefined;
   return (
     <div class="player-overlay failure" role="alert">
