@@ -1,7 +1,8 @@
 /**
  * The demo (PRODUCT.md §1): `antenna serve` with no config file, in an empty
- * directory, generates its VOD library on first start and a newcomer can
- * browse and play it; a second start reuses the clips.
+ * directory, serves the web app at the URL it prints, generates its VOD
+ * library on first start and a newcomer can browse and play it; a second
+ * start reuses the clips.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -48,6 +49,11 @@ t.test('the demo generates and serves its VOD library', async (t) => {
   }
   if (!t.ok(token, 'the demo server signs the admin in')) t.comment(server.stderr().slice(-4000));
   const get = async (url: string) => (await fetch(`${base}${url}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>;
+
+  // The printed URL opens the web app (no token needed for the page).
+  const page = await fetch(`${base}/`);
+  t.equal(page.status, 200, 'the web app is served at /');
+  t.match(await page.text(), /<script type="module" src="\/web\/app-[A-Z0-9]+\.js">/, 'with its script');
 
   // Generation and the first scan run in the background after start: wait for them (generous: CI is slow).
   let libraries: any[] = [];
