@@ -40,17 +40,28 @@ export function useWatchState(): void {
 }
 
 const loading = new Map<string, Promise<void>>();
+const failures = new Map<string, Error>();
 
-/** One video's state, fetched when a view shows it (once at a time per video); re-renders when it changes. */
-export function useVideoState(videoId: string): ContinueEntry | undefined {
+function fetchState(videoId: string): void {
+  if (loading.has(videoId)) return;
+  failures.delete(videoId);
+  loading.set(videoId, api<ContinueEntry>(`/api/continue-watching/${encodeURIComponent(videoId)}`)
+    .then(remember, (error: Error) => { failures.set(videoId, error); changed(); })
+    .finally(() => loading.delete(videoId)));
+}
+
+export interface VideoState {
+  /** Known once fetched (or already learnt from a list or a report). */
+  entry?: ContinueEntry;
+  error?: Error;
+  retry(): void;
+}
+
+/** One video's state (GET /api/continue-watching/{id}), fetched when a view shows it, once at a time per video. */
+export function useVideoState(videoId: string): VideoState {
   useWatchState();
-  useEffect(() => {
-    if (loading.has(videoId)) return;
-    loading.set(videoId, api<ContinueEntry>(`/api/continue-watching/${encodeURIComponent(videoId)}`)
-      .then(remember, () => { /* unknown to continue watching: nothing to show */ })
-      .finally(() => loading.delete(videoId)));
-  }, [videoId]);
-  return knownEntry(videoId);
+  useEffect(() => fetchState(videoId), [videoId]);
+  return { entry: knownEntry(videoId), error: failures.get(videoId), retry: () => fetchState(videoId) };
 }
 
 /** The continue-watching list (unwatched entries only: watched ones leave it). */

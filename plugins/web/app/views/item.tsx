@@ -9,19 +9,13 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { audioLabel, codecName, languageName, lengthLabel, resolutionName } from '../player/labels.js';
 import { episodeCode } from '../player/sources.js';
-import { loadContinueWatching, markWatched, resumePosition, useVideoState, useWatchState } from '../player/watch-state.js';
+import { markWatched, resumePosition, useVideoState } from '../player/watch-state.js';
 import { href, navigate, routeQuery, usePath } from '../router.js';
 import type { ItemDetail, ItemSummary, ItemVersion, SubtitleTrack } from '../types.js';
 import { describeError, Empty, ErrorNote, formatBytes, formatDuration, Loaded, Spinner, titleColours, toast, useAsync, useTitle } from '../ui.js';
 
 const enc = encodeURIComponent;
 const loadItem = (id: string, signal: AbortSignal) => api<ItemDetail>(`/item/${enc(id)}`, { signal });
-
-/** The user's in-progress entries in one request, so Play or Resume is right at once; each video's own state (watched too) follows. */
-function useContinueEntries() {
-  useWatchState();
-  return useAsync((signal) => loadContinueWatching(undefined, 1000, signal), []);
-}
 
 export function ItemView({ id }: { id: string }) {
   const state = useAsync((signal) => loadItem(id, signal), [id]);
@@ -47,7 +41,7 @@ function Poster({ title, year }: { title: string; year?: number | null }) {
 
 function WatchedButtons({ videoId, title }: { videoId: string; title: string }) {
   const [busy, setBusy] = useState(false);
-  const entry = useVideoState(videoId);
+  const { entry } = useVideoState(videoId);
   const mark = async (watched: boolean) => {
     setBusy(true);
     try {
@@ -72,7 +66,7 @@ function WatchedButtons({ videoId, title }: { videoId: string; title: string }) 
 }
 
 function PlayButtons({ item }: { item: ItemSummary }) {
-  const resume = resumePosition(useVideoState(item.id));
+  const resume = resumePosition(useVideoState(item.id).entry);
   const watch = `/watch/vod/${enc(item.id)}`;
   if (resume === undefined) {
     return <a class="button primary" href={href(`${watch}?t=0`)} aria-label={`Play ${item.title}`}>▶ Play</a>;
@@ -86,7 +80,7 @@ function PlayButtons({ item }: { item: ItemSummary }) {
 }
 
 function Progress({ videoId }: { videoId: string }) {
-  const entry = useVideoState(videoId);
+  const { entry } = useVideoState(videoId);
   if (entry?.watched) return <span class="badge watched">Watched</span>;
   const resume = resumePosition(entry);
   if (resume === undefined || !entry?.duration) return null;
@@ -109,7 +103,7 @@ function useEpisodeParents(item: ItemDetail) {
 }
 
 function VideoPage({ item }: { item: ItemDetail }) {
-  const entries = useContinueEntries();
+  const progress = useVideoState(item.id);
   const parents = useEpisodeParents(item);
   const subtitles = useAsync((signal) => api<{ tracks: SubtitleTrack[] }>(`/api/items/${enc(item.id)}/subtitle-tracks`, { signal }), [item.id]);
   const series = parents.data?.series;
@@ -123,9 +117,9 @@ function VideoPage({ item }: { item: ItemDetail }) {
           <h1>{item.title}</h1>
           {meta && <p class="muted item-meta">{meta}</p>}
           <Progress videoId={item.id} />
-          {entries.error && <ErrorNote error={entries.error} onRetry={entries.reload} />}
+          {progress.error && <ErrorNote error={progress.error} onRetry={progress.retry} />}
           <div class="row item-actions">
-            {entries.data === undefined && !entries.error ? <Spinner label="Loading progress" /> : <PlayButtons item={item} />}
+            {!progress.entry && !progress.error ? <Spinner label="Loading progress" /> : <PlayButtons item={item} />}
             <WatchedButtons videoId={item.id} title={item.title} />
           </div>
         </div>
@@ -193,7 +187,6 @@ function ShowPage({ item }: { item: ItemDetail }) {
   const path = usePath();
   // A season's page is its series' page with that season chosen.
   const series = useAsync((signal) => (item.type === 'season' && item.parent_id ? loadItem(item.parent_id, signal) : Promise.resolve(item)), [item.id]);
-  const entries = useContinueEntries();
   if (series.error) return <ErrorNote error={series.error} onRetry={series.reload} />;
   if (!series.data) return <Spinner />;
   const show = series.data;
@@ -208,7 +201,6 @@ function ShowPage({ item }: { item: ItemDetail }) {
         <div class="item-summary">
           <h1>{show.title}</h1>
           <p class="muted item-meta">{[show.year, `${seasons.length} season${seasons.length === 1 ? '' : 's'}`].filter(Boolean).join(' · ')}</p>
-          {entries.error && <ErrorNote error={entries.error} onRetry={entries.reload} />}
         </div>
       </div>
       {seasons.length === 0 ? <Empty>No episodes yet.</Empty> : (
@@ -245,7 +237,7 @@ function SeasonEpisodes({ seasonId }: { seasonId: string }) {
 
 function EpisodeRow({ episode }: { episode: ItemSummary }) {
   const code = episodeCode(episode);
-  const resume = resumePosition(useVideoState(episode.id));
+  const resume = resumePosition(useVideoState(episode.id).entry);
   const watch = `/watch/vod/${enc(episode.id)}`;
   return (
     <li class="episode">
