@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, ConsoleMessage, Page } from 'playwright-core';
 import type { TestHost } from '../../sdk/testing.js';
-import { FRAME_SCRIPT, launchChromium, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
+import { launchChromium, PLAYER_PAGE, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
 import { clip, vodHost } from '../plugins/vod/fixtures.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -30,62 +30,6 @@ const SEEK_TO = 28;
 const PLAYED_SECONDS = 2;
 const DEADLINE_MS = 45_000;
 
-/** The player page: ?player=hls|dash&src=<manifest URL>. State for the test goes to window.__state. */
-const PAGE = `<!doctype html>
-<html><head><meta charset="utf-8"><title>Antenna VOD player</title>
-<link rel="icon" href="data:,">
-<style>html,body{margin:0;background:#000}video{display:block;width:640px;height:360px}</style>
-</head><body>
-<video id="v" muted autoplay playsinline width="640" height="360"></video>
-<script src="/hls.min.js"></script>
-<script src="/dash.all.min.js"></script>
-${FRAME_SCRIPT}
-<script>
-(() => {
-  const q = new URLSearchParams(location.search);
-  const kind = q.get('player');
-  const src = q.get('src');
-  const v = document.getElementById('v');
-  const state = window.__state = { errors: [], notes: [], events: [], fatal: false };
-  const t0 = performance.now();
-  for (const name of ['loadedmetadata', 'canplay', 'playing', 'waiting', 'stalled', 'seeking', 'seeked', 'pause', 'ended']) {
-    v.addEventListener(name, () => { if (state.events.length < 300) state.events.push(Math.round(performance.now() - t0) + 'ms ' + name + ' @' + v.currentTime.toFixed(2)); });
-  }
-  const redact = (s) => String(s).replace(/((?:api_)?key=)[^&\\s"]*/g, '$1***');
-  v.addEventListener('error', () => { state.fatal = true; state.errors.push('<video> error ' + (v.error ? v.error.code + ' ' + v.error.message : '')); });
-  if (kind === 'hls') {
-    if (!Hls.isSupported()) { state.fatal = true; state.errors.push('hls.js: Media Source Extensions not supported'); }
-    const hls = new Hls();
-    hls.on(Hls.Events.ERROR, (_e, d) => {
-      const msg = 'hls.js ' + (d.fatal ? 'fatal ' : '') + d.type + '/' + d.details
-        + (d.response && d.response.code !== undefined ? ' HTTP ' + d.response.code : '')
-        + (d.url ? ' ' + d.url : '') + (d.error ? ': ' + d.error.message : '') + (d.reason ? ' (' + d.reason + ')' : '');
-      if (d.fatal) state.fatal = true;
-      (d.fatal ? state.errors : state.notes).push(redact(msg));
-    });
-    hls.on(Hls.Events.MANIFEST_PARSED, () => {
-      if (hls.subtitleTracks.length) { hls.subtitleTrack = 0; hls.subtitleDisplay = true; }
-      v.play().catch((e) => state.notes.push('play(): ' + e.message));
-    });
-    hls.loadSource(src);
-    hls.attachMedia(v);
-    window.__player = hls;
-  } else if (kind === 'dash') {
-    const p = dashjs.MediaPlayer().create();
-    p.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING }, streaming: { text: { defaultEnabled: true } } });
-    p.on(dashjs.MediaPlayer.events.ERROR, (e) => {
-      const err = e.error || e;
-      state.errors.push(redact('dash.js error ' + (err.code !== undefined ? err.code + ' ' : '') + (err.message || JSON.stringify(err))));
-    });
-    p.on(dashjs.MediaPlayer.events.PLAYBACK_ERROR, (e) => state.errors.push(redact('dash.js playback error: ' + JSON.stringify(e.error || e))));
-    p.initialize(v, src, true);
-    window.__player = p;
-  } else {
-    state.errors.push('unknown player ' + kind);
-  }
-})();
-</script>
-</body></html>`;
 
 interface Snapshot {
   currentTime: number; duration: number; played: number; errors: string[]; notes: string[]; events: string[];
@@ -116,7 +60,7 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
   await clip(path.join(movies, 'Seekable (2021).mkv'), { seconds: TITLE_SECONDS, width: 640, height: 360, fps: 25, gopSeconds: 2, subtitle: true });
   await Promise.all([
     vodHost([{ name: 'Movies', type: 'movies', paths: [movies] }], { listen: true, plugins: { subtitles: {} }, vod: { preset: 'ultrafast' } }).then((h) => { host = h; }),
-    startPageServer(PAGE).then((p) => { pages = p; }),
+    startPageServer(PLAYER_PAGE).then((p) => { pages = p; }),
     launchChromium().then((b) => { browser = b; }),
   ]);
   if (!host || !pages || !browser) throw new Error('setup failed');

@@ -59,7 +59,7 @@ export const redact = (s: string) => s.replace(/((?:api_)?key(?:=|%3D))[^&\s"']*
  * page's <video> (null before the first frame). A test pattern has many
  * colours and a wide spread of brightness; a black or blank frame has one or two.
  */
-export const FRAME_SCRIPT = `<script>
+const FRAME_SCRIPT = `<script>
 window.__frame = () => {
   const v = document.querySelector('video');
   if (!(v.videoWidth > 0)) return null;
@@ -78,3 +78,70 @@ window.__frame = () => {
   return { width: v.videoWidth, height: v.videoHeight, colours: colours.size, spread: max - min };
 };
 </script>`;
+
+/**
+ * A player page for the live and VOD browser tests: ?player=hls|dash&src=<manifest URL>.
+ * State for the test goes to window.__state (errors, notes, element events, when playback
+ * began and where), the player to window.__player; window.__frame() samples the picture.
+ * The first subtitle track (if any) is shown.
+ */
+export const PLAYER_PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Antenna player</title>
+<link rel="icon" href="data:,">
+<style>html,body{margin:0;background:#000}video{display:block;width:640px;height:360px}</style>
+</head><body>
+<video id="v" muted autoplay playsinline width="640" height="360"></video>
+<script src="/hls.min.js"></script>
+<script src="/dash.all.min.js"></script>
+${FRAME_SCRIPT}
+<script>
+(() => {
+  const q = new URLSearchParams(location.search);
+  const kind = q.get('player');
+  const src = q.get('src');
+  const v = document.getElementById('v');
+  const state = window.__state = { errors: [], notes: [], events: [], fatal: false, playingAt: null, firstTime: null };
+  const t0 = performance.now();
+  for (const name of ['loadedmetadata', 'canplay', 'playing', 'waiting', 'stalled', 'seeking', 'seeked', 'pause', 'ended']) {
+    v.addEventListener(name, () => { if (state.events.length < 300) state.events.push(Math.round(performance.now() - t0) + 'ms ' + name + ' @' + v.currentTime.toFixed(2)); });
+  }
+  const redact = (s) => String(s).replace(/((?:api_)?key=)[^&\\s"]*/g, '$1***');
+  v.addEventListener('playing', () => {
+    if (state.playingAt === null) { state.playingAt = performance.now(); state.firstTime = v.currentTime; }
+  });
+  v.addEventListener('error', () => { state.fatal = true; state.errors.push('<video> error ' + (v.error ? v.error.code + ' ' + v.error.message : '')); });
+  if (kind === 'hls') {
+    if (!Hls.isSupported()) { state.fatal = true; state.errors.push('hls.js: Media Source Extensions not supported'); }
+    const hls = new Hls();
+    hls.on(Hls.Events.ERROR, (_e, d) => {
+      const msg = 'hls.js ' + (d.fatal ? 'fatal ' : '') + d.type + '/' + d.details
+        + (d.response && d.response.code !== undefined ? ' HTTP ' + d.response.code : '')
+        + (d.url ? ' ' + d.url : '') + (d.error ? ': ' + d.error.message : '') + (d.reason ? ' (' + d.reason + ')' : '');
+      if (d.fatal) state.fatal = true;
+      (d.fatal ? state.errors : state.notes).push(redact(msg));
+    });
+    hls.on(Hls.Events.MANIFEST_PARSED, () => {
+      if (hls.subtitleTracks.length) { hls.subtitleTrack = 0; hls.subtitleDisplay = true; }
+      v.play().catch((e) => state.notes.push('play(): ' + e.message));
+    });
+    hls.loadSource(src);
+    hls.attachMedia(v);
+    window.__player = hls;
+  } else if (kind === 'dash') {
+    const p = dashjs.MediaPlayer().create();
+    p.updateSettings({ debug: { logLevel: dashjs.Debug.LOG_LEVEL_WARNING }, streaming: { text: { defaultEnabled: true } } });
+    p.on(dashjs.MediaPlayer.events.ERROR, (e) => {
+      const err = e.error || e;
+      state.errors.push(redact('dash.js error ' + (err.code !== undefined ? err.code + ' ' : '') + (err.message || JSON.stringify(err))));
+    });
+    p.on(dashjs.MediaPlayer.events.PLAYBACK_ERROR, (e) => state.errors.push(redact('dash.js playback error: ' + JSON.stringify(e.error || e))));
+    // dash.js starts playback itself (autoplay argument); an early v.play() of our own leaves
+    // dash.js 5 stalled after its first segment (it misses the element's play event).
+    p.initialize(v, src, true);
+    window.__player = p;
+  } else {
+    state.errors.push('unknown player ' + kind);
+  }
+})();
+</script>
+</body></html>`;
