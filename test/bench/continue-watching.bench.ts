@@ -24,10 +24,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance, type IntervalHistogram } from 'node:perf_hooks';
+import { load1, sleep } from './stats.js';
 
 const round = (n: number, d = 1): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Event-loop delay beyond the 5 ms sampling interval: stalls of the process itself, or the OS not running it. */
 const loopDelay = (h: IntervalHistogram): LoopDelay => ({ p50ms: round(h.percentile(50) / 1e6, 2), p99ms: round(h.percentile(99) / 1e6, 2), maxms: round(h.max / 1e6, 2) });
 const pct = (sorted: number[], p: number): number => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : 0);

@@ -28,13 +28,12 @@ import { FFMPEG, killGroup } from '../helpers/upstream.js';
 import { m3u } from '../plugins/live-tv/fixtures.js';
 import { ADMIN_PASSWORD, logTail, MINUTE, minuteAt, minuteGuide, startServer, waitListening } from '../plugins/dvr/fixtures.js';
 import { partSeconds, readParts } from '../../plugins/dvr/parts.js';
+import { load1, sleep } from './stats.js';
 
 const RECORDINGS = Number(process.env.DVR_BENCH_RECORDINGS ?? 20);
 const PAD_S = 10;
 const CLK_TCK = 100;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, d = 1): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = () => round(os.loadavg()[0]!, 2);
 
 async function procStat(pid: number): Promise<{ ppid: number; comm: string; cpuTicks: number } | undefined> {
   try {

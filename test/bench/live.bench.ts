@@ -36,6 +36,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { FFMPEG, killGroup, startUpstream, type Upstream } from '../helpers/upstream.js';
+import { load1, median, sleep } from './stats.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
@@ -43,14 +44,7 @@ const PASSWORD = 'bench-password';
 const SEGMENT_SECONDS = 2;
 const CLK_TCK = 100;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, d = 0): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const pct = (xs: number[], p: number): number => {
   if (!xs.length) return 0;
   const s = [...xs].sort((a, b) => a - b);

@@ -32,11 +32,11 @@ import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { generatePlaylist, run as runM3uParse } from './m3u-parse.bench.js';
 import { generateGuide, generateGuidePlaylist } from './guide-generator.js';
+import { load1 } from './stats.js';
 
 const CHILD = path.join(__dirname, 'livetv-import-child.js');
 const MB = 2 ** 20;
 const round = (n: number, d = 2): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
 
 // ---------------------------------------------------------------------------
 // Generators (streamed to disk)

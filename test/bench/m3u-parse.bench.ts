@@ -21,6 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { M3uParser, parseM3u } from '../../plugins/m3u-tuner/m3u-parser.js';
 import { mulberry32 as rng } from './random.js';
+import { median } from './stats.js';
 
 interface HlsParser {
   push(chunk: string): void;
@@ -108,10 +109,6 @@ function writePlaylist(file: string): void {
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 const round = (n: number, d = 1): number => Math.round(n * 10 ** d) / 10 ** d;
 const maxRssMb = (): number => round(process.resourceUsage().maxRSS / 1024); // maxRSS is in KiB

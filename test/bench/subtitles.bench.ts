@@ -27,17 +27,12 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { FFMPEG, runFfmpeg, vodHost } from '../plugins/vod/fixtures.js';
 import { muxSubtitled, type EmbeddedTrack, type SourceCue } from '../plugins/subtitles/media.js';
+import { load1, median } from './stats.js';
 
 const RUNS = Number(process.env.SUBTITLES_BENCH_RUNS ?? 3);
 const HOURS = Number(process.env.SUBTITLES_BENCH_HOURS ?? 2);
 
 const round = (n: number, d = 0) => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = () => round(os.loadavg()[0]!, 2);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 function cues(seconds: number, words: string[]): SourceCue[] {
   const out: SourceCue[] = [];

@@ -27,20 +27,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FFMPEG } from '../helpers/upstream.js';
+import { load1, median, sleep } from './stats.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
 const PASSWORD = 'bench-password';
 const MiB = 2 ** 20;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, d = 0): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function freePort(): Promise<number> {
   const srv = net.createServer();

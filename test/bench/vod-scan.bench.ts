@@ -26,6 +26,7 @@ import { LibraryScanner, type ScanSummary } from '../../plugins/vod/scanner.js';
 import { VodStore } from '../../plugins/vod/store.js';
 import { clip } from '../plugins/vod/fixtures.js';
 import { mulberry32 } from './random.js';
+import { load1 } from './stats.js';
 
 const MOVIE_FILES = 2_000;
 const SHOWS = 50;
@@ -36,7 +37,6 @@ const RESCANS = 3;
 const TARGET_RESCAN_MS = 5_000;
 
 const round = (n: number, digits = 0): number => Math.round(n * 10 ** digits) / 10 ** digits;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
 
 const WORDS = ['Silent', 'River', 'Last', 'Night', 'Golden', 'City', 'Shadow', 'Winter', 'Lost', 'Empire', 'Blue', 'Storm', 'Iron', 'Garden',
   'Hidden', 'Star', 'Broken', 'Road', 'Summer', 'King', 'Paper', 'Moon', 'Wild', 'Heart', 'Secret', 'Fire', 'Glass', 'Ocean', 'Dark', 'Home'];

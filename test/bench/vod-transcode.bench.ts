@@ -34,6 +34,7 @@ import { mediaInfoFromProbe } from '../../plugins/vod/model.js';
 import { runArgParts } from '../../plugins/vod/transcode/ffmpeg-args.js';
 import { parseToken } from '../../plugins/vod/transcode/variant.js';
 import { FFMPEG, killGroup } from '../helpers/upstream.js';
+import { load1, median, sleep } from './stats.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const FFPROBE: string = require('@ffprobe-installer/ffprobe').path;
@@ -45,13 +46,6 @@ const LOOPS = 360; // 360 × 20 s = 2 h
 const MEDIA = path.join(os.tmpdir(), 'antenna-vod-bench');
 
 const round = (n: number, d = 0): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const exec = (bin: string, args: string[]) => new Promise<string>((resolve, reject) => {
   execFile(bin, args, { maxBuffer: 64 * 2 ** 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${path.basename(bin)} ${args.join(' ')}: ${stderr}`)) : resolve(stdout)));

@@ -30,6 +30,7 @@ import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { CHROMIUM, CHROMIUM_ARGS } from '../helpers/browser.js';
 import { channelName, generateGuidePlaylist, guideId, writer, xmltvTime } from './guide-generator.js';
 import { mulberry32 } from './random.js';
+import { load1, median } from './stats.js';
 
 // The functions given to page.evaluate()/addInitScript() run in the page; the project compiles without the DOM lib.
 declare const document: any;
@@ -40,15 +41,10 @@ declare const requestAnimationFrame: any;
 const LOADS = Number(process.env.WEB_BENCH_LOADS ?? 7);
 const CHANNELS = Number(process.env.WEB_BENCH_CHANNELS ?? 500);
 const round = (n: number, d = 1): number => Math.round(n * 10 ** d) / 10 ** d;
-const load1 = (): number => round(os.loadavg()[0]!, 2);
 const KB = 1024;
 /** Channel logos in the playlist are remote URLs: nothing may leave the machine, so every name but loopback fails to resolve (the app's fallback logos show). */
 const ARGS = [...CHROMIUM_ARGS, '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'];
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** A guide of programmes of 30, 45 or 60 minutes per channel from `begin` to `end`. */
 export async function generateDayGuide(file: string, channels: number, begin: number, end: number): Promise<number> {
