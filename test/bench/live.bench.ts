@@ -30,13 +30,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { FFMPEG, killGroup, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { load1, median, sleep } from './stats.js';
+import { unusedPort } from '../helpers/env.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
@@ -72,13 +72,6 @@ function get(url: string, timeoutMs = 30_000): Promise<Res> {
   });
 }
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 // ---------------------------------------------------------------------------
 // The server, in a child process; its log lines are kept for the copy/transcode check.
@@ -95,7 +88,7 @@ interface Server {
 }
 
 async function startServer(dir: string, playlist: string): Promise<Server> {
-  const port = await freePort();
+  const port = await unusedPort();
   const config = path.join(dir, 'config.yaml');
   await writeFile(config, JSON.stringify({
     server: { host: '127.0.0.1', port, dataDir: path.join(dir, 'data') },

@@ -28,6 +28,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FFMPEG } from '../helpers/upstream.js';
 import { load1, median, sleep } from './stats.js';
+import { unusedPort } from '../helpers/env.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
@@ -36,13 +37,6 @@ const MiB = 2 ** 20;
 
 const round = (n: number, d = 0): number => Math.round(n * 10 ** d) / 10 ** d;
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 function ffmpeg(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -125,7 +119,7 @@ function request(url: string, options: http.RequestOptions = {}, body?: string):
 }
 
 async function startRaw(file: string): Promise<Server> {
-  const port = await freePort();
+  const port = await unusedPort();
   const child = spawn(process.execPath, ['-e', RAW_SERVER, file, String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => { stderr += s; });
@@ -135,7 +129,7 @@ async function startRaw(file: string): Promise<Server> {
 }
 
 async function startAntenna(dir: string, mediaDir: string): Promise<Server> {
-  const port = await freePort();
+  const port = await unusedPort();
   const config = path.join(dir, 'config.yaml');
   await writeFile(config, JSON.stringify({
     server: { host: '127.0.0.1', port, dataDir: path.join(dir, 'data') },
