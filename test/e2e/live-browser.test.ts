@@ -13,9 +13,9 @@ import t from 'tap';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser, ConsoleMessage, Page } from 'playwright-core';
-import { createTestHost, type TestHost } from '../../sdk/testing.js';
-import { launchChromium, PLAYER_PAGE, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
+import type { ConsoleMessage, Page } from 'playwright-core';
+import { createTestHost } from '../../sdk/testing.js';
+import { PLAYER_PAGE, PlayerRig, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -40,29 +40,19 @@ const skip = skipWithoutChromium;
 
 t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-live-browser-'));
-  let host: TestHost | undefined;
-  let pages: { url: string; close(): Promise<void> } | undefined;
-  let browser: Browser | undefined;
+  const rig = new PlayerRig();
   t.teardown(async () => {
-    await browser?.close().catch(() => {});
-    await pages?.close();
-    await host?.close();
+    await rig.close();
     if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
     else t.comment(`kept ${dir}`);
   });
 
   const started = Date.now();
-  // In parallel; each is kept as soon as it is up, so teardown closes it even if another one fails.
-  await Promise.all([
-    createTestHost({
-      listen: true,
-      baseDir: REPO_ROOT,
-      plugins: { 'live-tv': { initialImport: 'await' }, './examples/tuner-test-pattern': { channels: 1, size: '640x360' } },
-    }).then((h) => { host = h; }),
-    startPageServer(PLAYER_PAGE).then((p) => { pages = p; }),
-    launchChromium().then((b) => { browser = b; }),
-  ]);
-  if (!host || !pages || !browser) throw new Error('setup failed');
+  const { host, pages, browser } = await rig.start(createTestHost({
+    listen: true,
+    baseDir: REPO_ROOT,
+    plugins: { 'live-tv': { initialImport: 'await' }, './examples/tuner-test-pattern': { channels: 1, size: '640x360' } },
+  }), PLAYER_PAGE);
   t.comment(`Antenna ${host.url}, page server ${pages.url}, ${browser.version()} (setup ${Date.now() - started} ms)`);
   t.not(new URL(pages.url).origin, new URL(host.url).origin, 'the page is on another origin than Antenna');
 
@@ -78,10 +68,10 @@ t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) 
   };
 
   async function play(player: 'hls' | 'dash', screenshot: string): Promise<PlayResult> {
-    const context = await browser!.newContext({ viewport: { width: 640, height: 360 } });
+    const context = await browser.newContext({ viewport: { width: 640, height: 360 } });
     // Hermetic: the page may only talk to the page server and Antenna; anything else is blocked and reported.
     const external: string[] = [];
-    const allowed = new Set([new URL(pages!.url).origin, new URL(host!.url).origin]);
+    const allowed = new Set([new URL(pages.url).origin, new URL(host.url).origin]);
     await context.route(() => true, (route) => {
       const url = route.request().url();
       if (allowed.has(new URL(url).origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
@@ -99,7 +89,7 @@ t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) 
       page.on('requestfailed', (r) => failedRequests.push(redact(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`)));
 
       const t0 = Date.now();
-      await page.goto(`${pages!.url}/player.html?player=${player}&src=${encodeURIComponent(sources[player])}`, { waitUntil: 'load' });
+      await page.goto(`${pages.url}/player.html?player=${player}&src=${encodeURIComponent(sources[player])}`, { waitUntil: 'load' });
       // currentTime > 3 and at least 3 s actually played (a live stream may start anywhere on its timeline).
       await page.waitForFunction(({ seconds }) => {
         const v = document.querySelector('video');

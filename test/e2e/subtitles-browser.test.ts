@@ -10,9 +10,7 @@
  */
 import t from 'tap';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
-import type { TestHost } from '../../sdk/testing.js';
-import { launchChromium, skipWithoutChromium, startPageServer } from '../helpers/browser.js';
+import { PlayerRig, skipWithoutChromium } from '../helpers/browser.js';
 import { clip, tempDir, vodHost } from '../plugins/vod/fixtures.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -48,20 +46,9 @@ t.test('hls.js in Chromium shows the subtitle track of a transcoded title', { sk
   const dir = await tempDir(t, 'antenna-subs-browser-');
   // AC-3 5.1 in MKV: a browser gets it transcoded (audio-only), so it plays through master.m3u8.
   await clip(path.join(dir, 'movies', 'Subbed (2020)', 'Subbed (2020).mkv'), { seconds: 10, width: 320, height: 180, audio: 'ac3', channels: 6, subtitle: true });
-  let host: TestHost | undefined;
-  let pages: { url: string; close(): Promise<void> } | undefined;
-  let browser: Browser | undefined;
-  t.teardown(async () => {
-    await browser?.close().catch(() => {});
-    await pages?.close();
-    await host?.close();
-  });
-  await Promise.all([
-    vodHost([{ name: 'Movies', type: 'movies', paths: [path.join(dir, 'movies')] }], { listen: true, plugins: { subtitles: {} } }).then((h) => { host = h; }),
-    startPageServer(PAGE).then((p) => { pages = p; }),
-    launchChromium().then((b) => { browser = b; }),
-  ]);
-  if (!host || !pages || !browser) throw new Error('setup failed');
+  const rig = new PlayerRig();
+  t.teardown(() => rig.close());
+  const { host, pages, browser } = await rig.start(vodHost([{ name: 'Movies', type: 'movies', paths: [path.join(dir, 'movies')] }], { listen: true, plugins: { subtitles: {} } }), PAGE);
   const id = (await host.inject({ method: 'GET', url: '/library/1', headers: host.authHeaders })).json().items[0].id as string;
   const master = `${host.url}/watch/vod/${id}/master.m3u8?api_key=${encodeURIComponent(host.adminToken)}`;
   const text = await (await fetch(master)).text();

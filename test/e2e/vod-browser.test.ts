@@ -15,9 +15,8 @@ import t from 'tap';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser, ConsoleMessage, Page } from 'playwright-core';
-import type { TestHost } from '../../sdk/testing.js';
-import { launchChromium, PLAYER_PAGE, redact, skipWithoutChromium, startPageServer, tally } from '../helpers/browser.js';
+import type { ConsoleMessage, Page } from 'playwright-core';
+import { PLAYER_PAGE, PlayerRig, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
 import { clip, vodHost } from '../plugins/vod/fixtures.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -42,13 +41,9 @@ const skip = skipWithoutChromium;
 
 t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-vod-browser-'));
-  let host: TestHost | undefined;
-  let pages: { url: string; close(): Promise<void> } | undefined;
-  let browser: Browser | undefined;
+  const rig = new PlayerRig();
   t.teardown(async () => {
-    await browser?.close().catch(() => {});
-    await pages?.close();
-    await host?.close();
+    await rig.close();
     if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
     else t.comment(`kept ${dir}`);
   });
@@ -58,12 +53,7 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
   // H.264 640x360 in Matroska with a SubRip track (a cue every 2 s: "Line n: …"): a browser gets it
   // remuxed; with maxBitrate=300000 it is transcoded.
   await clip(path.join(movies, 'Seekable (2021).mkv'), { seconds: TITLE_SECONDS, width: 640, height: 360, fps: 25, gopSeconds: 2, subtitle: true });
-  await Promise.all([
-    vodHost([{ name: 'Movies', type: 'movies', paths: [movies] }], { listen: true, plugins: { subtitles: {} }, vod: { preset: 'ultrafast' } }).then((h) => { host = h; }),
-    startPageServer(PLAYER_PAGE).then((p) => { pages = p; }),
-    launchChromium().then((b) => { browser = b; }),
-  ]);
-  if (!host || !pages || !browser) throw new Error('setup failed');
+  const { host, pages, browser } = await rig.start(vodHost([{ name: 'Movies', type: 'movies', paths: [movies] }], { listen: true, plugins: { subtitles: {} }, vod: { preset: 'ultrafast' } }), PLAYER_PAGE);
   t.comment(`Antenna ${host.url}, page server ${pages.url}, ${browser.version()}`);
 
   const page1 = (await host.inject({ method: 'GET', url: '/library/1?limit=10', headers: host.authHeaders })).json();
@@ -71,9 +61,9 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
   const key = `api_key=${encodeURIComponent(host.adminToken)}`;
 
   async function play(player: 'hls' | 'dash', src: string, screenshot: string) {
-    const context = await browser!.newContext({ viewport: { width: 640, height: 360 } });
+    const context = await browser.newContext({ viewport: { width: 640, height: 360 } });
     const external: string[] = [];
-    const allowed = new Set([new URL(pages!.url).origin, new URL(host!.url).origin]);
+    const allowed = new Set([new URL(pages.url).origin, new URL(host.url).origin]);
     await context.route(() => true, (route) => {
       const url = route.request().url();
       if (allowed.has(new URL(url).origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
@@ -87,7 +77,7 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
       page.on('pageerror', (e) => pageErrors.push(redact(`${e.name}: ${e.message}`)));
       page.on('console', (m: ConsoleMessage) => { if (m.type() === 'error') failedRequests.push(redact(`console: ${m.text()}`)); });
       page.on('response', (r) => { if (r.status() >= 400) failedRequests.push(redact(`${r.request().method()} ${r.url()}: HTTP ${r.status()}`)); });
-      await page.goto(`${pages!.url}/player.html?player=${player}&src=${encodeURIComponent(src)}`, { waitUntil: 'load' });
+      await page.goto(`${pages.url}/player.html?player=${player}&src=${encodeURIComponent(src)}`, { waitUntil: 'load' });
       const snapshot = (): Promise<Snapshot> => page.evaluate(() => {
         const v = document.querySelector('video');
         const s = window.__state;
@@ -132,7 +122,7 @@ t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, asyn
   for (const c of cases) {
     await t.test(`${c.player === 'hls' ? 'hls.js' : 'dash.js'} plays a ${c.what} title, seeks to ${SEEK_TO} s and plays on`, async (t) => {
       // A fresh job per case: the idle jobs of earlier cases would hold segments already made.
-      for (const j of host!.host.jobs.list()) if (j.kind === 'vod-transcode' && j.state === 'running') await host!.host.jobs.get(j.key)?.stop('next case');
+      for (const j of host.host.jobs.list()) if (j.kind === 'vod-transcode' && j.state === 'running') await host.host.jobs.get(j.key)?.stop('next case');
       const shot = path.join(dir, `vod-${c.player}-${c.what}.png`);
       const r = await play(c.player, c.src, shot);
       t.comment(`${c.player} ${c.what}: ${PLAYED_SECONDS} s played after ${r.msToPlay} ms; after the seek, at ${r.after.currentTime.toFixed(2)} s after ${r.msAfterSeek} ms`);

@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
+import type { TestHost } from '../../sdk/testing.js';
 import { REPO_ROOT } from './repo.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -47,6 +48,34 @@ export async function startPageServer(page: string): Promise<{ url: string; clos
     url: `http://127.0.0.1:${port}`,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
+}
+
+export type PageServer = Awaited<ReturnType<typeof startPageServer>>;
+
+/**
+ * What a player test runs: Antenna, the test's page server and Chromium, started
+ * in parallel. Each is kept as soon as it is up, so close() (call it from the
+ * test's teardown) closes it even when another one failed to start.
+ */
+export class PlayerRig {
+  private host?: TestHost;
+  private pages?: PageServer;
+  private browser?: Browser;
+
+  async start(host: Promise<TestHost>, page: string): Promise<{ host: TestHost; pages: PageServer; browser: Browser }> {
+    await Promise.all([
+      host.then((h) => { this.host = h; }),
+      startPageServer(page).then((p) => { this.pages = p; }),
+      launchChromium().then((b) => { this.browser = b; }),
+    ]);
+    return { host: this.host!, pages: this.pages!, browser: this.browser! };
+  }
+
+  async close(): Promise<void> {
+    await this.browser?.close().catch(() => {});
+    await this.pages?.close();
+    await this.host?.close();
+  }
 }
 
 /** Repeated messages once, with a count. */
