@@ -47,9 +47,13 @@ export function loadStaticFiles(dir: string): Map<string, StaticFile> | undefine
 }
 
 /** The best encoding the client accepts among those we have: brotli, then gzip, else none. */
+/** A coding listed in Accept-Encoding, unless refused with q=0. */
+const acceptsCoding = (name: string) => new RegExp(`(^|[\\s,])${name}(?!;q=0(\\.0*)?(\\s|,|$))`, 'i');
+const ACCEPTS_BR = acceptsCoding('br');
+const ACCEPTS_GZIP = acceptsCoding('gzip');
+
 export function pickEncoding(file: StaticFile, acceptEncoding: string | undefined): { body: Buffer; encoding?: 'br' | 'gzip' } {
-  const accepts = (name: string) => new RegExp(`(^|[\\s,])${name}(?!;q=0(\\.0*)?(\\s|,|$))`, 'i').test(acceptEncoding ?? '');
-  if (file.brotli && accepts('br')) return { body: file.brotli, encoding: 'br' };
-  if (file.gzip && accepts('gzip')) return { body: file.gzip, encoding: 'gzip' };
+  if (file.brotli && ACCEPTS_BR.test(acceptEncoding ?? '')) return { body: file.brotli, encoding: 'br' };
+  if (file.gzip && ACCEPTS_GZIP.test(acceptEncoding ?? '')) return { body: file.gzip, encoding: 'gzip' };
   return { body: file.body };
 }

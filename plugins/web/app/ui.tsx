@@ -1,6 +1,6 @@
 /** Small pieces every view uses: loading data, showing errors, formatting times, toasts. */
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api.js';
 
 export interface Async<T> {
@@ -132,11 +132,4 @@ export function titleColours(title: string): [string, string] {
 /** Keeps document.title in step with the view. */
 export function useTitle(title: string | undefined): void {
   useEffect(() => { document.title = title ? `${title} · Antenna` : 'Antenna'; }, [title]);
-}
-
-/** The latest value in a ref, for callbacks registered once. */
-export function useLatest<T>(value: T) {
-  const ref = useRef(value);
-  ref.current = value;
-  return ref;
 }
