@@ -71,7 +71,8 @@ t.test('live watch', async (t) => {
   const host: TestHost = await createTestHost({
     listen: true,
     plugins: {
-      'live-tv': { initialImport: 'await', idleTimeout: '3s', readyTimeout: '8s' },
+      // readyTimeout: ffmpeg reading an HLS upstream took over 8 s to its first segment on a loaded CI machine.
+      'live-tv': { initialImport: 'await', idleTimeout: '3s', readyTimeout: '20s' },
       'm3u-tuner': { sources: [{ name: 'Main', url: main, maxStreams: 20 }, { name: 'Single IPTV', url: single, maxStreams: 1 }] },
     },
   });
