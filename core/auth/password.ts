@@ -1,7 +1,32 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
-const scrypt = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
-  new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
+/**
+ * Hashes running at once. scrypt runs in libuv's thread pool, which SQLite
+ * queries and file reads share: a burst of 200 sign-ins queued 200 hashes
+ * ahead of every query, and any request that read the database (every
+ * authenticated one) waited 11 s for it, while four hashes at a time held
+ * 4 × 32 MB. Half the pool at most (pool size: UV_THREADPOOL_SIZE, default 4);
+ * the rest wait here, in order.
+ */
+const MAX_HASHING = Math.max(1, Math.floor((Number(process.env.UV_THREADPOOL_SIZE) || 4) / 2));
+let hashing = 0;
+const waiting: (() => void)[] = [];
+
+async function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
+  if (hashing >= MAX_HASHING) await new Promise<void>((resolve) => waiting.push(resolve));
+  else hashing++;
+  try {
+    return await new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
+  } finally {
+    // The slot passes straight to the next in line (so `hashing` never dips and lets another jump the queue).
+    const next = waiting.shift();
+    if (next) next();
+    else hashing--;
+  }
+}
+
+/** Hashes running and waiting, for tests. */
+export const hashingLoad = (): { running: number; waiting: number } => ({ running: hashing, waiting: waiting.length });
 
 // N=2^15, r=8, p=1: ~50-100 ms per hash here, OWASP's scrypt minimum. Stored with the
 // parameters so they can be raised later without invalidating old hashes.

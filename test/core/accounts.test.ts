@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { routeTable } from '../../core/http/app.js';
+import { hashingLoad } from '../../core/auth/password.js';
 import {
   REPO_ROOT, decodeJwtPayload, expectError, expectFetchError, multipart, pngOfSize, signJwt, tamperSignature,
   tinyGif, tinyJpeg, tinyPng, tinyWebp, b64url,
@@ -340,6 +341,30 @@ t.test('account API', async (t) => {
     t.strictSame(withToken.json(), { version: PKG_VERSION });
     // A bad token on a public route does no harm.
     t.equal((await host.inject({ method: 'GET', url: '/api/version', headers: bearer('garbage') })).statusCode, 200);
+  });
+
+  t.test('a burst of sign-ins does not hold up other requests', async (t) => {
+    // Password hashes run in the thread pool that SQLite shares. Sixteen at once used to queue
+    // sixteen hashes ahead of /me's query, which then came back after nearly all of them.
+    const token = (await login(host, 'alice', 'alice-password')).json().auth.token;
+    const burst = 16;
+    let finished = 0;
+    let mostRunning = 0;
+    const logins = Array.from({ length: burst }, (_, i) =>
+      login(host, `burst-${i}`, 'not-the-password', {}, `10.9.0.${i + 1}`).then((res) => {
+        finished++;
+        return res.statusCode;
+      }));
+    const watch = setInterval(() => { mostRunning = Math.max(mostRunning, hashingLoad().running); }, 1);
+    const during = await me(host, bearer(token));
+    const finishedBefore = finished;
+    const statuses = await Promise.all(logins);
+    clearInterval(watch);
+    t.equal(during.statusCode, 200);
+    t.ok(finishedBefore < burst / 2, `/me answered while sign-ins were still hashing (${finishedBefore} of ${burst} had finished)`);
+    t.ok(mostRunning <= 2, `at most two hashes at a time (${mostRunning})`);
+    t.strictSame(statuses, new Array(burst).fill(401), 'every sign-in still answered');
+    t.strictSame(hashingLoad(), { running: 0, waiting: 0 });
   });
 
   t.test('unknown routes: 404 {error}', async (t) => {
