@@ -10,12 +10,11 @@
  * KEEP_E2E_ARTIFACTS=1 is set.
  */
 import t from 'tap';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConsoleMessage, Page } from 'playwright-core';
 import { createTestHost } from '../../sdk/testing.js';
-import { PLAYER_PAGE, PlayerRig, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
+import { PLAYER_PAGE, PlayerRig, artifactDir, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
 import { REPO_ROOT } from '../helpers/repo.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -39,13 +38,8 @@ t.setTimeout(120_000);
 const skip = skipWithoutChromium;
 
 t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-live-browser-'));
   const rig = new PlayerRig();
-  t.teardown(async () => {
-    await rig.close();
-    if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
-    else t.comment(`kept ${dir}`);
-  });
+  const dir = await artifactDir(t, 'antenna-live-browser-', () => rig.close());
 
   const started = Date.now();
   const { host, pages, browser } = await rig.start(createTestHost({

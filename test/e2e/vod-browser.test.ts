@@ -12,11 +12,10 @@
  * when a test failed or KEEP_E2E_ARTIFACTS=1.
  */
 import t from 'tap';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConsoleMessage, Page } from 'playwright-core';
-import { PLAYER_PAGE, PlayerRig, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
+import { PLAYER_PAGE, PlayerRig, artifactDir, redact, skipWithoutChromium, tally } from '../helpers/browser.js';
 import { clip, vodHost } from '../plugins/vod/fixtures.js';
 
 // The functions given to page.evaluate()/waitForFunction() run in the page; the project compiles without the DOM lib.
@@ -40,13 +39,8 @@ t.setTimeout(300_000);
 const skip = skipWithoutChromium;
 
 t.test('VOD plays and seeks in Chromium with hls.js and dash.js', { skip }, async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-vod-browser-'));
   const rig = new PlayerRig();
-  t.teardown(async () => {
-    await rig.close();
-    if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
-    else t.comment(`kept ${dir}`);
-  });
+  const dir = await artifactDir(t, 'antenna-vod-browser-', () => rig.close());
 
   const movies = path.join(dir, 'movies');
   await mkdir(movies);

@@ -4,9 +4,10 @@
  * web server that serves the player page from another origin than Antenna.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import type { TestHost } from '../../sdk/testing.js';
@@ -27,6 +28,24 @@ export const SCRIPTS: Record<string, string> = {
 
 /** tap's `skip` option: false, or why the test is skipped when Chromium is not installed. */
 export const skipWithoutChromium: false | string = existsSync(CHROMIUM) ? false : `Debian chromium not installed at ${CHROMIUM} (apt-get install chromium)`;
+
+/** The parts of a tap test the browser helpers use. */
+export interface TestLike { teardown(fn: () => unknown): void; passing(): boolean; comment(...args: unknown[]): void }
+
+/**
+ * A temp dir for a browser test's media and screenshots. At teardown `close`
+ * runs first (browser, servers), then the dir is removed when the test passed,
+ * or kept and its path printed when it failed or with KEEP_E2E_ARTIFACTS=1.
+ */
+export async function artifactDir(t: TestLike, prefix: string, close: () => Promise<unknown>): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  t.teardown(async () => {
+    await close();
+    if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
+    else t.comment(`kept ${dir}`);
+  });
+  return dir;
+}
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });

@@ -6,13 +6,12 @@
  * watching; Debian's Chromium on the app's own URL; page errors collected;
  * screenshots written to the test's temp dir.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { clip } from '../plugins/vod/fixtures.js';
-import { launchChromium, redact, tally } from './browser.js';
+import { artifactDir, launchChromium, redact, tally, type TestLike } from './browser.js';
 import { REPO_ROOT } from './repo.js';
 
 export { skipWithoutChromium } from './browser.js';
@@ -63,18 +62,12 @@ export const MEDIA = {
  * the test passed (kept, and its path printed, when it failed or with
  * KEEP_E2E_ARTIFACTS=1).
  */
-/** The parts of a tap test this helper uses. */
-export interface TestLike { teardown(fn: () => unknown): void; passing(): boolean; comment(...args: unknown[]): void }
-
 export async function startWebApp(t: TestLike, options: WebAppOptions = {}): Promise<WebApp> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-web-'));
   let host: TestHost | undefined;
   let browser: Browser | undefined;
-  t.teardown(async () => {
+  const dir = await artifactDir(t, 'antenna-web-', async () => {
     await browser?.close().catch(() => {});
     await host?.close();
-    if (t.passing() && !process.env.KEEP_E2E_ARTIFACTS) await rm(dir, { recursive: true, force: true });
-    else t.comment(`kept ${dir}`);
   });
 
   const movies = path.join(dir, 'movies');
