@@ -10,6 +10,17 @@ import { cleanEnv } from '../../helpers/env.js';
 import { decode as decodeVideo, type Decoded } from '../../helpers/player.js';
 import { xmltv, xt, type GuideProgrammeDef } from '../live-tv/fixtures.js';
 
+/** An MP4 box: size, type, body. */
+export const box = (type: string, ...body: Buffer[]): Buffer => {
+  const content = Buffer.concat(body);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(8 + content.length);
+  head.write(type, 4, 'latin1');
+  return Buffer.concat([head, content]);
+};
+export const u32 = (n: number): Buffer => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
+export const u64 = (n: number | bigint): Buffer => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
+
 export const MINUTE = 60_000;
 
 /** The start of the minute `offset` minutes from the one containing `now`. */

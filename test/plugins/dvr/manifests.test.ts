@@ -13,6 +13,7 @@ import { createPart, nextPartIndex, partDir, readParts, recordedSeconds, type Pa
 import { dashMpd, hlsMaster, hlsMedia } from '../../../plugins/dvr/manifests.js';
 import { gapsOf } from '../../../plugins/dvr/recorder.js';
 import { shiftMediaTimes } from '../../../plugins/dvr/fmp4.js';
+import { box, u32, u64 } from './fixtures.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const mpdParser: { parse(text: string, options: { manifestUri: string; NOW?: number }): any } = require('mpd-parser');
@@ -164,17 +165,6 @@ t.test('DASH: a static MPD with one Period per part, a dynamic one while recordi
   const parsed = mpdParser.parse(live, { manifestUri: 'http://h/m.mpd', NOW: 1_700_000_100_000 });
   t.ok(parsed.playlists[0].segments.length >= 1, 'mpd-parser reads it');
 });
-
-/** An MP4 box: size, type, body. */
-const box = (type: string, ...body: Buffer[]) => {
-  const content = Buffer.concat(body);
-  const head = Buffer.alloc(8);
-  head.writeUInt32BE(8 + content.length);
-  head.write(type, 4, 'latin1');
-  return Buffer.concat([head, content]);
-};
-const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-const u64 = (n: bigint) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(n); return b; };
 
 t.test('fMP4: tfdt and sidx times shift (versions 0 and 1), nothing else changes', async (t) => {
   const segment = Buffer.concat([

@@ -17,21 +17,13 @@ import { Recorder } from '../../../plugins/dvr/recorder.js';
 import { readParts } from '../../../plugins/dvr/parts.js';
 import type { Recording } from '../../../plugins/dvr/model.js';
 import type { RecordingStore } from '../../../plugins/dvr/store.js';
+import { box, u32, u64 } from './fixtures.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = pino({ level: 'silent' });
 
 /** A CMAF-like media segment: an sidx and a moof with a tfdt (version 1) at media time `t`, then mdat. */
 function segment(t: number, marker: string): Buffer {
-  const box = (type: string, ...body: Buffer[]) => {
-    const content = Buffer.concat(body);
-    const head = Buffer.alloc(8);
-    head.writeUInt32BE(8 + content.length);
-    head.write(type, 4, 'latin1');
-    return Buffer.concat([head, content]);
-  };
-  const u32 = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(n); return b; };
-  const u64 = (n: number) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
   return Buffer.concat([
     box('sidx', u32(0x01000000), u32(1), u32(1000), u64(t), u64(0), u32(0)),
     box('moof', box('traf', box('tfdt', u32(0x01000000), u64(t)))),
