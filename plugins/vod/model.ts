@@ -3,7 +3,7 @@
  * episodes); a playable item (movie, episode) has one or more files, its
  * versions. What ffprobe said about a file is kept as MediaInfo.
  */
-import type { ProbeResult } from 'antenna/sdk';
+import type { CatalogSubtitleStream, ProbeResult } from 'antenna/sdk';
 
 /** `recordings`: a library another plugin provides (the DVR's), see VodCatalog.addLibrary. */
 export type LibraryType = 'movies' | 'shows' | 'recordings';
@@ -40,14 +40,8 @@ export interface AudioInfo {
   default: boolean;
 }
 
-export interface SubtitleInfo {
-  index: number;
-  codec: string;
-  language: string | null;
-  title: string | null;
-  default: boolean;
-  forced: boolean;
-}
+/** The same as the SDK's, which subtitle plugins read from the catalog. */
+export type SubtitleInfo = CatalogSubtitleStream;
 
 export interface MediaInfo {
   /** Container as clients name it: mkv, mp4, webm, avi, ts… */

@@ -49,6 +49,11 @@ const FileBytes = {
   description: 'The file bytes (video/mp4, video/x-matroska, video/webm, video/mp2t, video/x-msvideo… by container)',
   type: 'string', format: 'binary',
 };
+/** What /file answers besides its 200, and so /watch/vod when direct play applies. */
+const FILE_RESPONSES = {
+  206: FileBytes, 304: { description: 'Not modified', type: 'null' },
+  400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 412: ErrorBody, 416: ErrorBody,
+};
 
 const DEVICE_HEADERS = 'Device headers (Device-Codecs, Device-Audio-Codecs, Device-Audio-Channels, Device-Containers, Device-Max-Height, Device-HDR; none = a browser: mp4/webm, h264, aac/mp3/opus, stereo) and maxBitrate decide the method: transcode when the video does not fit (codec, height, HDR, bitrate), else audio-only when the audio does not, else remux when only the container does not, else direct.';
 const RANGES = 'Range: one byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`) → 206 with Content-Range; past the end → 416 with `Content-Range: bytes */size`; malformed or several ranges → the whole file (200). ETag/Last-Modified with If-None-Match/If-Modified-Since (304), If-Match/If-Unmodified-Since (412) and If-Range. HEAD answers the same headers. 404 when the file is gone or changed since the scan.';
@@ -183,10 +188,7 @@ export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: Vo
       description: `The same decision as play-info. Direct → the file bytes exactly as /file answers them (${RANGES}) Otherwise → 200 with the Redirect notice, type dash for DASH-only Device-OS values, else hls.`,
       params: Params,
       querystring: PlayQuery,
-      response: {
-        200: RedirectNotice, 206: FileBytes, 304: { description: 'Not modified', type: 'null' },
-        400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 412: ErrorBody, 416: ErrorBody,
-      },
+      response: { 200: RedirectNotice, ...FILE_RESPONSES },
     },
     handler: async (request, reply) => {
       const { item_id } = request.params as { item_id: string };
@@ -207,10 +209,7 @@ export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: Vo
       description: RANGES,
       params: Params,
       querystring: FileQuery,
-      response: {
-        200: FileBytes, 206: FileBytes, 304: { description: 'Not modified', type: 'null' },
-        400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 412: ErrorBody, 416: ErrorBody,
-      },
+      response: { 200: FileBytes, ...FILE_RESPONSES },
     },
     handler: async (request, reply) => {
       const { item_id } = request.params as { item_id: string };
