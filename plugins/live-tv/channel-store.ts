@@ -1,6 +1,4 @@
-import type { Knex } from 'knex';
 import type { Database, Logger, TunerChannel } from 'antenna/sdk';
-import { insertValues } from 'antenna/sdk';
 import { fold, numberSortKey } from './text.js';
 
 export interface Channel {
@@ -27,14 +25,34 @@ export interface ChannelSnapshot {
   byId: Map<number, Channel>;
 }
 
+/**
+ * How a tuner's channels are stored: its list, in `livetv_channel_pages`, as
+ * pages of PAGE_SIZE entries, each page one JSON array. The channels listed
+ * come first, in the tuner's order, then the ones it no longer lists (hidden:
+ * kept with their ids, so a channel that comes back is the same channel, with
+ * its favorites and recordings).
+ *
+ * Why pages and not a row per channel: a first import of a 100,000-entry
+ * playlist spent 0.7-0.9 s of SQLite's CPU inserting 100,000 rows of 14
+ * columns (on a 2-core machine, against the main thread and the GC), which the
+ * import waited for; 250 pages of JSON cost SQLite a few dozen ms. Nothing
+ * queries channels by column: every reader uses the in-memory snapshot.
+ * 400 entries make ~120 KB of JSON, small enough for V8's young generation
+ * (a larger string goes straight to the old one, and 25 MB of them per import
+ * is what V8 grows the heap by before it collects them).
+ */
+export const PAGE_SIZE = 400;
+/** A listed channel in a page. `groups`, `extra` and `data` are JSON texts. */
+export type ListedEntry = [id: number, key: string, name: string, given: string | null, assigned: string | null,
+  tvgId: string | null, tvgName: string | null, logo: string | null, groups: string, extra: string, data: string];
+/** A channel the tuner no longer lists. */
+export type HiddenEntry = [id: number, key: string, assigned: string | null];
+/** `livetv_state` key of the next channel id: ids are never reused, as favorites and recordings keep them. */
+export const NEXT_ID_KEY = 'next_channel_id';
+
 const VERSION_CHECK_MS = 1000;
-const STORE_CHUNK = 400;
-const LOAD_CHUNK = 10_000;
-const HIDE_CHUNK = 10_000;
-const CHANNEL_COLUMNS = ['tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data', 'present', 'position', 'updated_at'];
-const SNAPSHOT_COLUMNS = ['id', 'tuner_id', 'key', 'name', 'number', 'assigned_number', 'tvg_id', 'tvg_name', 'logo', 'groups', 'extra', 'data', 'position'];
-/** A changed row is rewritten whole, through its id. */
-const UPDATE_ON_ID = `ON CONFLICT (id) DO UPDATE SET ${CHANNEL_COLUMNS.map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/** Pages read per query when loading: a few MB, not the whole list (tens of MB for 100,000 channels). */
+const LOAD_PAGES = 40;
 
 export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
 
@@ -56,26 +74,19 @@ function flat(text: string): string {
   return text;
 }
 
-/** A tuner's row as an import finds it stored, when the snapshot does not hold it (hidden rows). */
-interface StoredRow {
-  readonly id: number;
-  readonly assigned: string | null;
-  readonly present: boolean;
-}
-
 /**
- * A channel of the snapshot, and the row an import writes for it. `extra`,
- * `data` and `search` are worked out on first use: only opening a stream needs
- * the first two and only a search the last, while for 100,000 channels parsing
- * and folding them all costs seconds and tens of MB at every reload.
+ * A channel of the snapshot, and what an import stores for it. `extra`, `data`
+ * and `search` are worked out on first use: only opening a stream needs the
+ * first two and only a search the last, while for 100,000 channels parsing and
+ * folding them all costs seconds and tens of MB at every reload.
  */
-class StoredChannel implements Channel, StoredRow {
+class StoredChannel implements Channel {
   private extraValue?: Record<string, string>;
   private dataValue?: Record<string, unknown>;
   private searchValue?: string;
 
   constructor(
-    /** 0 until a new row is stored. */
+    /** 0 until an import gives a new channel its id. */
     public id: number,
     // The strings are replaced once by compact copies of themselves (compactStrings), by the import
     // that made the channel, before anything else holds it; never changed otherwise.
@@ -84,12 +95,6 @@ class StoredChannel implements Channel, StoredRow {
     readonly given: string | null, readonly assigned: string | null,
     public tvgId: string | null, public tvgName: string | null, public logo: string | null, readonly groups: string[],
     public extraJson: string, public dataJson: string,
-    /**
-     * The channel's place in the tuner's list when its row was last written. A channel
-     * listed higher or lower only because others came or went is not rewritten for that:
-     * one channel added at the top of a 100,000-channel playlist would rewrite them all.
-     */
-    readonly position: number,
   ) {}
 
   get present(): boolean { return true; }
@@ -98,7 +103,7 @@ class StoredChannel implements Channel, StoredRow {
   get data(): Record<string, unknown> { return (this.dataValue ??= parse(this.dataJson, {})); }
   get search(): string { return (this.searchValue ??= fold(`${this.name} ${this.number}`)); }
 
-  /** Everything the tuner gives is the same (not the id, key, assigned number or position). */
+  /** Everything the tuner gives is the same (not the id, key or assigned number). */
   sameContent(o: StoredChannel): boolean {
     return this.name === o.name && this.given === o.given && this.tvgId === o.tvgId && this.tvgName === o.tvgName && this.logo === o.logo &&
       (this.groups === o.groups || JSON.stringify(this.groups) === JSON.stringify(o.groups)) &&
@@ -106,23 +111,24 @@ class StoredChannel implements Channel, StoredRow {
   }
 
   // Snapshots share channels: a change makes a copy, never changes one in place.
-  withAssigned(assigned: string | null): StoredChannel {
-    return new StoredChannel(this.id, this.tunerId, this.key, this.name, this.given, assigned, this.tvgId, this.tvgName, this.logo,
-      this.groups, this.extraJson, this.dataJson, this.position);
+  copy(changes: { id?: number; key?: string; assigned?: string | null }): StoredChannel {
+    return new StoredChannel(changes.id ?? this.id, this.tunerId, changes.key ?? this.key, this.name, this.given,
+      changes.assigned === undefined ? this.assigned : changes.assigned, this.tvgId, this.tvgName, this.logo, this.groups, this.extraJson, this.dataJson);
   }
 
-  moved(key: string, position: number): StoredChannel {
-    return new StoredChannel(0, this.tunerId, key, this.name, this.given, this.assigned, this.tvgId, this.tvgName, this.logo,
-      this.groups, this.extraJson, this.dataJson, position);
-  }
-
-  row(groupJson: (groups: string[]) => string, stamp: number): unknown[] {
-    return [
-      this.tunerId, this.key, this.name, this.given, this.assigned, this.tvgId, this.tvgName, this.logo,
-      groupJson(this.groups), this.extraJson, this.dataJson, true, this.position, stamp,
-    ];
+  entry(groupJson: (groups: string[]) => string): ListedEntry {
+    return [this.id, this.key, this.name, this.given, this.assigned, this.tvgId, this.tvgName, this.logo, groupJson(this.groups), this.extraJson, this.dataJson];
   }
 }
+
+/** A channel its tuner no longer lists: kept, so that it comes back with its id and assigned number. */
+class HiddenChannel {
+  constructor(readonly id: number, readonly key: string, readonly assigned: string | null) {}
+  get present(): boolean { return false; }
+  entry(): HiddenEntry { return [this.id, this.key, this.assigned]; }
+}
+
+type Stored = StoredChannel | HiddenChannel;
 
 /** Group lists are few and repeated (`["News"]`): channels share one array per list, whose JSON is made once. */
 class GroupArrays {
@@ -156,13 +162,19 @@ class GroupArrays {
   };
 }
 
+function decodeEntry(e: ListedEntry | HiddenEntry, tunerId: string, groups: GroupArrays): Stored {
+  if (e.length === 3) return new HiddenChannel(e[0], e[1], e[2]);
+  const [id, key, name, given, assigned, tvgId, tvgName, logo, groupsJson, extra, data] = e;
+  return new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), groups.extra(extra) ?? groups.keepExtra(extra), data);
+}
+
 /**
  * A listed channel as it would be stored (its id and assigned number are worked
  * out later), or `before` when that is the same channel unchanged: so an
  * unchanged channel costs nothing new, and the snapshot keeps its objects.
  * A new channel holds the tuner's strings until compactStrings copies them.
  */
-function listedChannel(c: TunerChannel, tunerId: string, position: number, groups: GroupArrays, before: StoredChannel | undefined): StoredChannel {
+function listedChannel(c: TunerChannel, tunerId: string, groups: GroupArrays, before: StoredChannel | undefined): StoredChannel {
   const name = c.name.slice(0, 512) || c.key.slice(0, 512);
   const given = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
   const tvgId = c.tvgId?.trim() || null;
@@ -174,7 +186,7 @@ function listedChannel(c: TunerChannel, tunerId: string, position: number, group
   if (before && before.name === name && before.given === given && before.tvgId === tvgId &&
     before.tvgName === tvgName && before.logo === logo && before.extraJson === extra && before.dataJson === data &&
     groups.json(before.groups) === groups.json(groupList)) return before;
-  return new StoredChannel(0, tunerId, c.key, name, given, null, tvgId, tvgName, logo, groupList, extra, data, position);
+  return new StoredChannel(0, tunerId, c.key, name, given, null, tvgId, tvgName, logo, groupList, extra, data);
 }
 
 /** New channels' strings are copied COPY_BATCH channels at a time: one JSON round trip for all of them. */
@@ -208,19 +220,6 @@ function compactStrings(fresh: StoredChannel[], groups: GroupArrays): void {
   }
 }
 
-/**
- * The rows `query` selects, each as an array in `columns` order. On SQLite the
- * rows come back as one JSON text: node-sqlite3 builds an object per row, which
- * for 100,000 rows costs about four times as much.
- */
-async function selectArrays(knex: Database, query: Knex.QueryBuilder, columns: string[]): Promise<unknown[][]> {
-  query.select(columns);
-  if (!isSqlite(knex)) return (await query).map((r: Record<string, unknown>) => columns.map((c) => r[c]));
-  const { sql, bindings } = query.toSQL();
-  const rows = await knex.raw(`SELECT json_group_array(json_array(${columns.map((c) => `"${c}"`).join(', ')})) AS j FROM (${sql})`, bindings);
-  return JSON.parse(rows[0].j);
-}
-
 function sortChannels(channels: Channel[]): Channel[] {
   // numberSortKey once per channel, not twice per comparison.
   const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
@@ -229,54 +228,59 @@ function sortChannels(channels: Channel[]): Channel[] {
   return channels;
 }
 
-const snapshotOf = (version: number, channels: Channel[]): ChannelSnapshot =>
-  ({ version, channels: sortChannels(channels), byId: new Map(channels.map((c) => [c.id, c])) });
+/** A snapshot, with every tuner's stored list (registered or not) as the pages hold it. */
+interface StoreSnapshot extends ChannelSnapshot {
+  lists: ReadonlyMap<string, readonly Stored[]>;
+}
+
+function snapshotOf(version: number, lists: ReadonlyMap<string, readonly Stored[]>, registered: Set<string>): StoreSnapshot {
+  const channels: Channel[] = [];
+  for (const [tunerId, list] of lists) {
+    if (registered.has(tunerId)) for (const c of list) if (c instanceof StoredChannel) channels.push(c);
+  }
+  return { version, lists, channels: sortChannels(channels), byId: new Map(channels.map((c) => [c.id, c])) };
+}
+
+const byKey = (list: readonly Stored[] | undefined, into = new Map<string, Stored>()): Map<string, Stored> => {
+  into.clear();
+  for (const c of list ?? []) into.set(c.key, c);
+  return into;
+};
 
 /**
- * Writes rows STORE_CHUNK at a time, with at most two statements queued: the
- * next chunk is encoded on the main thread while SQLite, in libuv's pool,
- * stores the previous one. Chunks stay small enough (~120 KB of JSON) for V8's
- * young generation; a large string would go straight to the old one, and 25 MB
- * of them per import is what V8 grows the heap by before collecting them.
+ * Writes a tuner's list over its `previous` one: only the pages whose entries
+ * are not all the same objects as before, with at most two statements queued
+ * (the next page is encoded on the main thread while SQLite, in libuv's pool,
+ * stores the one before). Returns the pages written or deleted.
  */
-class ChunkWriter {
-  rows = 0;
-  private readonly added: StoredChannel[] = [];
-  private readonly updated: StoredChannel[] = [];
-  private storing?: Promise<void>;
-
-  constructor(private readonly trx: Database, private readonly stamp: number, private readonly groups: GroupArrays) {}
-
-  /** A new row; a promise to wait for when a chunk went out. */
-  add(c: StoredChannel): Promise<void> | undefined {
-    this.added.push(c);
-    return this.added.length >= STORE_CHUNK ? this.flush(this.added, false) : undefined;
+async function writePages(
+  trx: Database, tunerId: string, list: readonly Stored[], previous: readonly Stored[], groups: GroupArrays, stamp: number,
+): Promise<number> {
+  let written = 0;
+  let storing: Promise<void> | undefined;
+  for (let start = 0; start < list.length; start += PAGE_SIZE) {
+    const end = Math.min(list.length, start + PAGE_SIZE);
+    let same = Math.min(previous.length, start + PAGE_SIZE) === end; // the page had these places before
+    for (let i = start; same && i < end; i++) same = list[i] === previous[i];
+    if (same) continue;
+    const entries: (ListedEntry | HiddenEntry)[] = [];
+    for (let i = start; i < end; i++) entries.push(list[i].entry(groups.json));
+    const page = { tuner_id: tunerId, page: start / PAGE_SIZE, channels: JSON.stringify(entries), updated_at: stamp };
+    const before = storing;
+    // .then: a knex builder runs its query each time it is awaited; this promise runs it once.
+    storing = trx('livetv_channel_pages').insert(page).onConflict(['tuner_id', 'page']).merge().then(() => {});
+    storing.catch(() => {}); // awaited below
+    written++;
+    await before;
   }
-
-  /** A changed row, rewritten whole through its id. */
-  update(c: StoredChannel): Promise<void> | undefined {
-    this.updated.push(c);
-    return this.updated.length >= STORE_CHUNK ? this.flush(this.updated, true) : undefined;
+  await storing;
+  const pages = Math.ceil(list.length / PAGE_SIZE);
+  const stale = Math.ceil(previous.length / PAGE_SIZE) - pages;
+  if (stale > 0) {
+    await trx('livetv_channel_pages').where({ tuner_id: tunerId }).where('page', '>=', pages).delete();
+    written += stale;
   }
-
-  async done(): Promise<void> {
-    await this.flush(this.updated, true);
-    await this.flush(this.added, false);
-    await this.storing;
-  }
-
-  private async flush(channels: StoredChannel[], withId: boolean): Promise<void> {
-    if (!channels.length) return;
-    this.rows += channels.length;
-    const rows = channels.map((c) => (withId ? [c.id, ...c.row(this.groups.json, this.stamp)] : c.row(this.groups.json, this.stamp)));
-    channels.length = 0;
-    // Encoded now and queued behind the statement in flight (the connection runs them in turn), so
-    // SQLite goes from one to the next without waiting; then wait for that one: two at most.
-    const previous = this.storing;
-    this.storing = insertValues(this.trx, 'livetv_channels', withId ? ['id', ...CHANNEL_COLUMNS] : CHANNEL_COLUMNS, rows, withId ? { onConflict: UPDATE_ON_ID } : {});
-    this.storing.catch(() => {}); // awaited by the next flush or done()
-    await previous;
-  }
+  return written;
 }
 
 /**
@@ -284,8 +288,8 @@ class ChunkWriter {
  * shared version number changes (an import in this process or in the CLI).
  */
 export class ChannelStore {
-  private snapshot?: ChannelSnapshot;
-  private loading?: Promise<ChannelSnapshot>;
+  private snapshot?: StoreSnapshot;
+  private loading?: Promise<StoreSnapshot>;
   private checkedAt = 0;
 
   constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
@@ -305,38 +309,45 @@ export class ChannelStore {
    * VERSION_CHECK_MS, so an import by another process (the CLI) shows within a
    * second while a burst of requests costs no query each.
    */
-  async current(): Promise<ChannelSnapshot> {
+  current(): Promise<ChannelSnapshot> {
+    return this.latest();
+  }
+
+  private async latest(): Promise<StoreSnapshot> {
     if (this.snapshot && this.now() - this.checkedAt < VERSION_CHECK_MS) return this.snapshot;
     if (!this.loading) {
       this.loading = (async () => {
         const version = await this.version();
         this.checkedAt = this.now();
-        return this.snapshot?.version === version ? this.snapshot : this.load(version);
+        if (this.snapshot?.version === version) return this.snapshot;
+        return this.keep(await this.knex.transaction((trx) => this.read(trx)));
       })().finally(() => { this.loading = undefined; });
     }
     return this.loading;
   }
 
-  private async load(version: number): Promise<ChannelSnapshot> {
-    const tuners = this.tunerIds();
-    const groups = new GroupArrays();
-    const channels: Channel[] = [];
-    // By id, LOAD_CHUNK rows a query, in one read transaction (one consistent state), so that a
-    // whole result (100,000 rows: tens of MB as JSON) is never in memory at once.
-    await this.knex.transaction(async (trx) => { for (let after = -Infinity; ;) {
-      const rows = await selectArrays(trx, trx('livetv_channels').where({ present: true }).where('id', '>', after).orderBy('id').limit(LOAD_CHUNK), SNAPSHOT_COLUMNS);
-      for (const r of rows as [number, string, string, string, string | null, string | null, string | null, string | null, string | null, string, string, string, number][]) {
-        const [id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groupsJson, extra, data, position] = r;
-        if (id > after) after = id;
-        if (!tuners.has(tunerId)) continue;
-        channels.push(new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), groups.extra(extra) ?? groups.keepExtra(extra), data, position));
-      }
-      if (rows.length < LOAD_CHUNK) break;
-    } });
-    const snapshot = snapshotOf(version, channels);
-    // An import of this process may have put a newer snapshot in place meanwhile.
-    if (!this.snapshot || this.snapshot.version <= version) this.snapshot = snapshot;
+  /** `snapshot`, made current unless a newer one is (an import of this process may have made one meanwhile). */
+  private keep(snapshot: StoreSnapshot): StoreSnapshot {
+    if (!this.snapshot || this.snapshot.version <= snapshot.version) this.snapshot = snapshot;
     return snapshot;
+  }
+
+  /** Every tuner's list, as stored now (in a transaction: the version and the pages of one state). */
+  private async read(trx: Database): Promise<StoreSnapshot> {
+    const version = await this.version(trx);
+    const groups = new GroupArrays();
+    const lists = new Map<string, Stored[]>();
+    for (let offset = 0; ; offset += LOAD_PAGES) {
+      const pages = await trx('livetv_channel_pages').orderBy([{ column: 'tuner_id' }, { column: 'page' }])
+        .offset(offset).limit(LOAD_PAGES).select('tuner_id', 'channels') as { tuner_id: string; channels: string }[];
+      for (const { tuner_id: tunerId, channels } of pages) {
+        let list = lists.get(tunerId);
+        if (!list) lists.set(tunerId, (list = []));
+        for (const e of JSON.parse(channels) as (ListedEntry | HiddenEntry)[]) list.push(decodeEntry(e, tunerId, groups));
+      }
+      if (pages.length < LOAD_PAGES) break;
+    }
+    return snapshotOf(version, lists, this.tunerIds());
   }
 
   /**
@@ -344,27 +355,23 @@ export class ChannelStore {
    * new keys get new ids, keys no longer listed are hidden (not deleted, so a
    * channel that comes back keeps its id, favorites and recordings).
    *
-   * Only the rows that differ from what is stored are written. What is stored is
-   * what the snapshot holds (it holds every present channel whole), so a
-   * channel listed unchanged is the snapshot's own object: an identical playlist
-   * writes nothing and holds nothing new, and the snapshot after the import is
-   * made from the one before and the rows written, not reloaded.
-   * `listed` is called once the whole list has been read.
+   * The list is compared with what is stored, which the snapshot holds: a
+   * channel listed unchanged is the snapshot's own object, an identical playlist
+   * writes nothing and holds nothing new, only the pages that changed are
+   * written, and the snapshot after the import is made from the lists, not
+   * reloaded. `listed` is called once the whole list has been read.
    */
   async replaceTunerChannels(
     tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel>, listed?: (channels: number) => void,
   ): Promise<ImportCounts> {
-    const base = await this.current(); // on an empty database, an empty one
-    const registered = this.tunerIds().has(tunerId);
-    // This tuner's channels by key: what each listed channel is compared with. (The hidden rows join
-    // them in the transaction: this is what it reads as stored when the snapshot is still current.)
-    const stored = new Map<string, StoredRow>();
-    if (registered) for (const c of base.channels) if (c.tunerId === tunerId) stored.set(c.key, c as StoredChannel);
+    const base = await this.latest(); // on an empty database, an empty one
+    // This tuner's channels by key: what each listed channel is compared with.
+    const stored = byKey(base.lists.get(tunerId));
     const snapshotted = (key: string) => { const c = stored.get(key); return c instanceof StoredChannel ? c : undefined; };
     const groups = new GroupArrays();
 
     // The list is read before the transaction (a tuner may use the database while it yields), each
-    // channel made at once into the row it would be stored as, or into the snapshot's own channel
+    // channel made at once into what it would be stored as, or into the snapshot's own channel
     // when that is the same: the tuner's objects (and the playlist lines their strings are slices
     // of) go as soon as they are read.
     const read: StoredChannel[] = []; // each with its key as listed (a compact copy, or the snapshot's own string)
@@ -383,7 +390,7 @@ export class ChannelStore {
     };
     const add = (c: TunerChannel) => {
       const before = snapshotted(c.key);
-      const channel = listedChannel(c, tunerId, read.length, groups, before);
+      const channel = listedChannel(c, tunerId, groups, before);
       if (channel !== before) fresh.push(channel);
       sharedKeys.push(c.keyIfShared === undefined ? undefined : flat(c.keyIfShared));
       read.push(channel);
@@ -396,9 +403,8 @@ export class ChannelStore {
 
     // The keys, now that it is known which repeat; the first channel of each key counts, an exact
     // repeat is a duplicate. A channel whose key turns out other than as listed becomes a copy with
-    // the right one (or the snapshot's channel under that key, if that is the same), and a new one
-    // takes its place in the list without the duplicates. (When no key repeats, the keys are the
-    // keys as listed, each once.)
+    // the right one (or the snapshot's channel under that key, if that is the same). (When no key
+    // repeats, the keys are the keys as listed, each once.)
     const list: StoredChannel[] = [];
     const keys = repeated.size ? new Set<string>() : listedKeys;
     for (let i = 0; i < read.length; i++) {
@@ -411,142 +417,109 @@ export class ChannelStore {
       }
       if (c.key !== key) {
         const before = snapshotted(key);
-        c = before && before.sameContent(c) ? before : c.moved(key, list.length);
-      } else if (!c.id && c.position !== list.length) {
-        c = c.moved(key, list.length);
+        c = before && before.sameContent(c) ? before : c.copy({ id: 0, key });
       }
       list.push(c);
     }
     const total = read.length;
     read.length = sharedKeys.length = 0;
-    if (keys !== listedKeys) listedKeys.clear();
     repeated.clear();
 
-    const stamp = this.now();
-    const done = await this.knex.transaction(async (trx) => {
+    const trx = await this.knex.transaction();
+    try {
       // PostgreSQL: one import at a time, as this row stays locked until commit. SQLite serialises
       // writers itself: an import whose reads predate another one's commit fails to write (SQLITE_BUSY).
       const versionQuery = trx('livetv_state').where({ key: 'version' }).first('value');
       const version = Number((await (isSqlite(trx) ? versionQuery : versionQuery.forUpdate()))?.value ?? 0);
-      // What is stored now: the present channels from the snapshot when it is current (another
-      // import of this process may have made a newer one since this one began), the hidden rows
-      // from the database. Without a current snapshot (another process imported meanwhile) every
-      // row is read, without its content: those still listed are rewritten.
-      const latest = this.snapshot?.version === version ? this.snapshot : undefined;
-      if (latest !== base) {
-        stored.clear();
-        if (latest && registered) for (const c of latest.channels) if (c.tunerId === tunerId) stored.set(c.key, c as StoredChannel);
-      }
-      for (const [id, key, assigned, present] of await selectArrays(trx,
-        trx('livetv_channels').where({ tuner_id: tunerId, ...(latest && registered ? { present: false } : {}) }),
-        ['id', 'key', 'assigned_number', 'present']) as [number, string, string | null, number | boolean][]) {
-        stored.set(key, { id, assigned, present: !!present });
-      }
+      // What is stored now: the snapshot when it is current (another import of this process may have
+      // made a newer one since this one began), else (another process imported meanwhile) read again.
+      const latest = this.snapshot?.version === version ? this.snapshot : await this.read(trx);
+      if (latest !== base) byKey(latest.lists.get(tunerId), stored);
+      const previous = latest.lists.get(tunerId) ?? [];
+      const others: StoredChannel[] = [];
+      for (const [id, l] of latest.lists) if (id !== tunerId) for (const c of l) if (c instanceof StoredChannel) others.push(c);
 
-      const others = await selectArrays(trx, trx('livetv_channels').where({ present: true }).whereNot({ tuner_id: tunerId })
-        .orderBy([{ column: 'tuner_id' }, { column: 'position' }]), ['id', 'number', 'assigned_number']) as Others;
       const assigned = assignNumbers(list, stored, others);
-      const maxId = Number((await trx('livetv_channels').max({ m: 'id' }).first())?.m ?? 0);
-
-      const inserted: StoredChannel[] = []; // by position (its place in the list)
-      let added = 0;
-      const writer = new ChunkWriter(trx, stamp, groups);
+      const nextId = Number((await trx('livetv_state').where({ key: NEXT_ID_KEY }).first('value'))?.value ?? 1);
+      let id = nextId;
       for (let i = 0; i < list.length; i++) {
         let c = list[i];
         const number = assigned.get(c.key) ?? null;
-        if (c.assigned !== number) c = c.withAssigned(number);
+        if (c.assigned !== number) c = c.copy({ assigned: number });
         const before = stored.get(c.key);
         if (!before) {
-          if (c.id) c = c.moved(c.key, i); // (a snapshot's channel without a row: never changed in place)
-          inserted[i] = c;
-          added++;
-          const flushing = writer.add(c);
-          if (flushing) await flushing;
+          // (Only a channel made by this import has no id yet; a snapshot's is never changed in place.)
+          c = c.id ? c.copy({ id: id++ }) : Object.assign(c, { id: id++ });
         } else if (before instanceof StoredChannel && before.assigned === c.assigned && (before === c || before.sameContent(c))) {
           c = before; // unchanged
-        } else {
-          if (!c.id) c.id = before.id;
-          const flushing = writer.update(c);
-          if (flushing) await flushing;
+        } else if (c.id !== before.id) {
+          c = c.id ? c.copy({ id: before.id }) : Object.assign(c, { id: before.id });
         }
         list[i] = c;
       }
-      await writer.done();
-      if (added) {
-        // The new rows' ids, matched by position (unique within this import).
-        for (const [id, position] of await selectArrays(trx, trx('livetv_channels').where({ tuner_id: tunerId }).where('id', '>', maxId), ['id', 'position']) as [number, number][]) {
-          const c = inserted[position];
-          if (c) c.id = id;
-        }
+      const lists = new Map(latest.lists);
+      const now: Stored[] = list.slice();
+      let removed = 0;
+      for (const c of previous) {
+        if (keys.has(c.key)) continue;
+        if (c instanceof StoredChannel) removed++;
+        now.push(c instanceof StoredChannel ? new HiddenChannel(c.id, c.key, c.assigned) : c);
       }
-      const hidden: number[] = [];
-      for (const [key, before] of stored) if (before.present && !keys.has(key)) hidden.push(before.id);
-      for (let i = 0; i < hidden.length; i += HIDE_CHUNK) {
-        await trx('livetv_channels').whereIn('id', hidden.slice(i, i + HIDE_CHUNK)).update({ present: false });
+      lists.set(tunerId, now);
+      const moved = moveClashingAssignedNumbers(lists, list, others);
+
+      const stamp = this.now();
+      let written = await writePages(trx, tunerId, now, previous, groups, stamp);
+      for (const other of moved) written += await writePages(trx, other, lists.get(other)!, latest.lists.get(other)!, groups, stamp);
+      if (id !== nextId) {
+        await trx('livetv_state').insert({ key: NEXT_ID_KEY, value: id }).onConflict('key').merge();
       }
-      const moved = await moveClashingAssignedNumbers(trx, list, others);
-      const changed = writer.rows + hidden.length + moved.size > 0;
       // Nothing written, no new version: no process reloads its snapshot for an identical playlist.
-      if (changed) await this.bumpVersion(trx);
-      return { version, latest, changed, moved, counts: { channels: list.length, added, removed: hidden.length, duplicates: total - list.length } };
-    });
-
-    // (Unless an import that committed after this one has put a newer snapshot in place meanwhile.)
-    if (done.changed && (this.snapshot?.version ?? -1) <= done.version) {
-      // Without the snapshot this import compared with (another process imported meanwhile): reload on the next read.
-      this.snapshot = done.latest ? this.updated(done.latest, done.version + 1, tunerId, list, done.moved) : undefined;
+      if (written) await this.bumpVersion(trx);
+      // The new snapshot is made while SQLite commits: sorting 100,000 channels takes a tenth of a second.
+      const committing = trx.commit();
+      const snapshot = written ? snapshotOf(version + 1, lists, this.tunerIds()) : latest;
+      await committing;
+      this.keep(snapshot);
+      return { channels: list.length, added: id - nextId, removed, duplicates: total - list.length };
+    } catch (err) {
+      if (!trx.isCompleted()) await trx.rollback();
+      throw err;
     }
-    return done.counts;
-  }
-
-  /**
-   * The snapshot after an import, from the one current when it wrote: other
-   * tuners' channels stay (with the numbers moved), this tuner's are the ones
-   * just listed (unchanged ones are the same objects).
-   */
-  private updated(base: ChannelSnapshot, version: number, tunerId: string, list: StoredChannel[], moved: Map<number, string>): ChannelSnapshot {
-    const channels: Channel[] = [];
-    for (const c of base.channels) {
-      if (c.tunerId === tunerId) continue;
-      const number = moved.get(c.id);
-      channels.push(number === undefined ? c : (c as StoredChannel).withAssigned(number));
-    }
-    if (this.tunerIds().has(tunerId)) for (const c of list) channels.push(c);
-    return snapshotOf(version, channels);
   }
 }
-
-/** Other tuners' present channels, in their tuners' order: whose numbers an import must not take. */
-type Others = [id: number, number: string | null, assigned: string | null][];
 
 /**
  * Another tuner's channel may hold, as a number we assigned, a number this
  * playlist now gives: that channel moves to the next free number (once; it
  * keeps the new one afterwards), so no two channels ever share a number.
- * Returns the channels moved, by id, with their new numbers.
+ * Changes `lists` (with copies of the channels moved); returns the tuners whose
+ * lists changed.
  */
-async function moveClashingAssignedNumbers(trx: Database, list: StoredChannel[], others: Others): Promise<Map<number, string>> {
-  const moved = new Map<number, string>();
-  if (!others.some(([, number, assigned]) => !number && assigned)) return moved;
+function moveClashingAssignedNumbers(lists: Map<string, readonly Stored[]>, list: StoredChannel[], others: StoredChannel[]): Set<string> {
+  const tuners = new Set<string>();
+  if (!others.some((c) => !c.given && c.assigned)) return tuners;
   const wanted = new Set<string>();
   for (const c of list) if (c.given) wanted.add(c.given);
-  const clashing = others.filter(([, number, assigned]) => !number && assigned && wanted.has(assigned));
-  if (!clashing.length) return moved;
+  const clashing = others.filter((c) => !c.given && c.assigned && wanted.has(c.assigned));
+  if (!clashing.length) return tuners;
   const taken = new Set<string>(wanted);
-  for (const [, number, assigned] of others) if (number ?? assigned) taken.add((number ?? assigned)!);
+  for (const c of others) if (c.number) taken.add(c.number);
   let next = 1;
   for (const n of taken) {
     const v = Number.parseFloat(n);
     if (Number.isFinite(v)) next = Math.max(next, Math.floor(v) + 1);
   }
-  for (const [id] of clashing) {
+  const moved = new Map<StoredChannel, StoredChannel>();
+  for (const c of clashing) {
     while (taken.has(String(next))) next++;
     const number = String(next++);
     taken.add(number);
-    await trx('livetv_channels').where({ id }).update({ assigned_number: number });
-    moved.set(id, number);
+    moved.set(c, c.copy({ assigned: number }));
+    tuners.add(c.tunerId);
   }
-  return moved;
+  for (const tunerId of tuners) lists.set(tunerId, lists.get(tunerId)!.map((c) => (c instanceof StoredChannel && moved.get(c)) || c));
+  return tuners;
 }
 
 /**
@@ -554,7 +527,7 @@ async function moveClashingAssignedNumbers(trx: Database, list: StoredChannel[],
  * number it was assigned before when that is still free, others get the next
  * free integers above every number in use, so none collides with a given one.
  */
-function assignNumbers(channels: StoredChannel[], previous: Map<string, StoredRow>, others: Others): Map<string, string> {
+function assignNumbers(channels: StoredChannel[], previous: Map<string, Stored>, others: StoredChannel[]): Map<string, string> {
   const taken = new Set<string>();
   let max = 0;
   const use = (n: string | null | undefined) => {
@@ -564,7 +537,7 @@ function assignNumbers(channels: StoredChannel[], previous: Map<string, StoredRo
     if (Number.isFinite(v) && v > max) max = Math.floor(v);
   };
   for (const c of channels) use(c.given);
-  for (const [, number, assigned] of others) use(number ?? assigned);
+  for (const c of others) use(c.number);
   const result = new Map<string, string>();
   const pending: StoredChannel[] = [];
   for (const c of channels) {

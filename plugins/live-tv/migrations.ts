@@ -1,4 +1,6 @@
+import type { Knex } from 'knex';
 import type { Migration } from 'antenna/sdk';
+import { NEXT_ID_KEY, PAGE_SIZE, type HiddenEntry, type ListedEntry } from './channel-store.js';
 
 export const migrations: Migration[] = [
   {
@@ -105,4 +107,54 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '005_channel_pages',
+    async up(knex) {
+      // Each tuner's list becomes pages of JSON (see channel-store.ts: a row per channel made a
+      // first import of 100,000 channels wait most of a second for SQLite). Channel ids stay: the
+      // next one is kept in livetv_state, and favorites and guide mappings keep theirs, without a
+      // foreign key now that there is no row to point at (channels are hidden, never deleted).
+      await knex.schema.createTable('livetv_channel_pages', (t) => {
+        t.string('tuner_id', 191).notNullable();
+        t.integer('page').notNullable();
+        t.text('channels').notNullable(); // a JSON array of ListedEntry and HiddenEntry
+        t.bigInteger('updated_at').notNullable();
+        t.primary(['tuner_id', 'page']);
+      });
+      const tuners = (await knex('livetv_channels').distinct('tuner_id').orderBy('tuner_id')).map((r) => r.tuner_id as string);
+      for (const tunerId of tuners) {
+        const rows = await knex('livetv_channels').where({ tuner_id: tunerId })
+          .orderBy([{ column: 'present', order: 'desc' }, { column: 'position' }, { column: 'id' }]);
+        const entries: (ListedEntry | HiddenEntry)[] = rows.map((r) => (r.present
+          ? [r.id, r.key, r.name, r.number, r.assigned_number, r.tvg_id, r.tvg_name, r.logo, r.groups, r.extra, r.data]
+          : [r.id, r.key, r.assigned_number]));
+        for (let i = 0; i < entries.length; i += PAGE_SIZE) {
+          await knex('livetv_channel_pages').insert({ tuner_id: tunerId, page: i / PAGE_SIZE, channels: JSON.stringify(entries.slice(i, i + PAGE_SIZE)), updated_at: Date.now() });
+        }
+      }
+      const max = Number((await knex('livetv_channels').max({ m: 'id' }).first())?.m ?? 0);
+      await knex('livetv_state').insert({ key: NEXT_ID_KEY, value: max + 1 });
+      await withoutChannelForeignKey(knex, 'livetv_favorites', (t) => {
+        t.integer('user_id').notNullable().references('users.id').onDelete('CASCADE');
+        t.integer('channel_id').notNullable();
+        t.primary(['user_id', 'channel_id']);
+      }, ['user_id', 'channel_id']);
+      await withoutChannelForeignKey(knex, 'livetv_channel_guide', (t) => {
+        t.integer('channel_id').notNullable();
+        t.string('source_id', 191).notNullable();
+        t.string('guide_id', 255).notNullable();
+        t.primary(['channel_id', 'source_id', 'guide_id']);
+      }, ['channel_id', 'source_id', 'guide_id']);
+      await knex.schema.dropTable('livetv_channels');
+    },
+  },
 ];
+
+/** `table` made again as `define` says, with its rows (SQLite cannot drop a foreign key in place). */
+async function withoutChannelForeignKey(knex: Knex, table: string, define: (t: Knex.CreateTableBuilder) => void, columns: string[]): Promise<void> {
+  const next = `${table}_next`;
+  await knex.schema.createTable(next, define);
+  await knex(next).insert(knex(table).select(columns)); // the same columns, in the same order
+  await knex.schema.dropTable(table);
+  await knex.schema.renameTable(next, table);
+}

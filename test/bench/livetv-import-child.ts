@@ -254,7 +254,7 @@ async function m3uImport(dataDir: string, playlist: string, changed?: string): P
     await rename(changed, playlist);
     await service.refreshTuner(tuner);
   }
-  const stored = await countRows(host, 'livetv_channels');
+  const stored = await countRows(host, 'livetv_channel_pages');
   await host.close();
   out({ runs, channelsStored: stored, peakRssMB: peakRssMB(), ...(process.env.BENCH_SQL_TIMING ? { sql: sql() } : {}) });
 }
@@ -267,7 +267,7 @@ async function serve(dataDir: string, playlist: string, guide: string | undefine
     await command.run([], { progress: { update() {}, done() {} }, out: () => {} });
     await caught;
   }
-  const channels = await countRows(host, 'livetv_channels');
+  const channels = await countRows(host, 'livetv_channel_pages');
   const programs = await countRows(host, 'livetv_programs');
   // Server-side latency: request parsed → response handed to the kernel ('finish'), so a
   // load generator that is itself CPU-bound (1.8 MB bodies) can be told apart from the server.

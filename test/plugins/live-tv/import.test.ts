@@ -10,10 +10,36 @@ import path from 'node:path';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { channels, getJson, m3u, refresh, startHost, tempDir, write, type PlaylistEntry } from './fixtures.js';
 
-interface Row { id: number; key: string; name: string; logo: string | null; groups: string; present: number; position: number; updated_at: number; assigned_number: string | null; number: string | null }
+/** A channel as the tuner's pages store it (livetv_channel_pages): `position` is its place in the list. */
+interface Row {
+  id: number; key: string; position: number; present: number; assigned_number: string | null;
+  /** Listed channels only (a hidden one keeps its id and assigned number, not its content). */
+  name?: string; number?: string | null; tvg_id?: string | null; tvg_name?: string | null; logo?: string | null; groups?: string; data?: string;
+  /** When its page was last written. */
+  updated_at: number;
+}
 
-const rows = async (host: TestHost): Promise<Row[]> =>
-  (await host.host.knex('livetv_channels').orderBy('id').select('id', 'key', 'name', 'logo', 'groups', 'present', 'position', 'updated_at', 'assigned_number', 'number')).map((r) => ({ ...r, updated_at: Number(r.updated_at), present: Number(r.present) }));
+const pages = async (db: TestHost['host']['knex'], tuner: string) =>
+  (await db('livetv_channel_pages').where({ tuner_id: tuner }).orderBy('page').select('page', 'channels', 'updated_at'))
+    .map((p) => ({ page: Number(p.page), entries: JSON.parse(p.channels) as unknown[][], updated_at: Number(p.updated_at) }));
+
+/** A tuner's channels as stored, in their stored order. */
+async function rows(host: TestHost, tuner = 'm3u:IPTV'): Promise<Row[]> {
+  const out: Row[] = [];
+  for (const { entries, updated_at } of await pages(host.host.knex, tuner)) {
+    for (const e of entries) {
+      const position = out.length;
+      if (e.length === 3) {
+        const [id, key, assigned] = e as [number, string, string | null];
+        out.push({ id, key, position, present: 0, assigned_number: assigned, updated_at });
+        continue;
+      }
+      const [id, key, name, number, assigned, tvgId, tvgName, logo, groups, , data] = e as [number, string, string, string | null, string | null, string | null, string | null, string | null, string, string, string];
+      out.push({ id, key, position, present: 1, assigned_number: assigned, name, number, tvg_id: tvgId, tvg_name: tvgName, logo, groups, data, updated_at });
+    }
+  }
+  return out;
+}
 const version = async (host: TestHost) => Number((await host.host.knex('livetv_state').where({ key: 'version' }).first('value'))!.value);
 const byKey = (list: Row[]) => Object.fromEntries(list.map((r) => [r.key, r]));
 const tick = () => new Promise((r) => setTimeout(r, 5)); // the next import's stamp is later
@@ -38,18 +64,17 @@ t.test('an identical playlist imported again writes nothing and keeps everything
   await tick();
   const lines = await refresh(host);
   t.match(lines.join('\n'), /tuner m3u:IPTV: 6 channels, 0 new, 0 gone/);
-  t.strictSame(await rows(host), before, 'every row as it was (updated_at too: none was written)');
+  t.strictSame(await rows(host), before, 'every channel as it was (updated_at too: no page was written)');
   t.equal(await version(host), v, 'no new version: no process reloads its channels');
   t.strictSame(await channels(host), listed, 'GET /channels the same');
 });
 
-t.test('a refresh where some channels changed writes exactly those rows', async (t) => {
+t.test('a refresh where some channels changed: ids kept, new ones added, gone ones hidden', async (t) => {
   const dir = await tempDir(t);
   const file = await write(dir, 'tv.m3u', m3u([A, B, C, D, E, F]));
   const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
   const before = byKey(await rows(host));
   const v = await version(host);
-  const stamp = Math.max(...Object.values(before).map((r) => r.updated_at));
 
   await tick();
   const G: PlaylistEntry = { name: 'Golf', tvgId: 'golf.tv', chno: '9', url: url('g') };
@@ -61,11 +86,12 @@ t.test('a refresh where some channels changed writes exactly those rows', async 
   const after = byKey(await rows(host));
   t.equal(await version(host), v + 1, 'one new version');
 
-  const written = Object.values(after).filter((r) => r.updated_at > stamp).map((r) => r.key).sort();
-  t.strictSame(written, ['tvg:bravo.tv', 'tvg:delta.tv', 'tvg:golf.tv', 'url:http://streams.invalid/c'], 'written: the renamed, re-logoed and regrouped channels and the new one');
-  t.strictSame(after['tvg:alpha.tv'], before['tvg:alpha.tv'], 'Alpha untouched');
-  t.strictSame(after['tvg:foxtrot.tv'], before['tvg:foxtrot.tv'], 'Foxtrot untouched (a place higher only because Echo went)');
-  t.strictSame(after['url:http://streams.invalid/e'], { ...before['url:http://streams.invalid/e'], present: 0 }, 'Echo hidden, not deleted');
+  const content = ({ id, key, name, number, tvg_id, tvg_name, logo, groups, data, assigned_number }: Row) => ({ id, key, name, number, tvg_id, tvg_name, logo, groups, data, assigned_number });
+  t.strictSame(content(after['tvg:alpha.tv']!), content(before['tvg:alpha.tv']!), 'Alpha as it was');
+  t.strictSame(content(after['tvg:foxtrot.tv']!), content(before['tvg:foxtrot.tv']!), 'Foxtrot as it was (a place higher only because Echo went)');
+  t.equal(after['tvg:foxtrot.tv']!.position, 4);
+  t.match(after['url:http://streams.invalid/e'], { id: before['url:http://streams.invalid/e']!.id, present: 0 }, 'Echo hidden, not deleted');
+  t.equal(after['tvg:golf.tv']!.id, Math.max(...Object.values(before).map((r) => r.id)) + 1, 'Golf: the next id');
   for (const key of Object.keys(before)) t.equal(after[key]!.id, before[key]!.id, `${key} keeps its id`);
   t.equal(after['tvg:bravo.tv']!.name, 'Bravo Two');
   t.equal(after['url:http://streams.invalid/c']!.logo, 'http://logos.invalid/c2.png');
@@ -78,13 +104,12 @@ t.test('a refresh where some channels changed writes exactly those rows', async 
   t.equal(listed.find((c) => c.name === 'Charlie')!.logo, 'http://logos.invalid/c2.png');
   t.strictSame((await getJson(host, '/channels/search?q=two')).body.channels.map((c: { name: string }) => c.name), ['Bravo Two'], 'search finds the new name');
 
-  // Echo comes back, unchanged: its row is shown again (and written, present again), the others stay.
+  // Echo comes back, unchanged: shown again, with its id, the others as they were.
   await tick();
-  const stamp2 = Math.max(...Object.values(after).map((r) => r.updated_at));
   await write(dir, 'tv.m3u', m3u([A, { ...B, name: 'Bravo Two' }, { ...C, logo: 'http://logos.invalid/c2.png' }, { ...D, group: 'Sport' }, F, G, E]));
   t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 7 channels, 0 new, 0 gone/);
   const back = byKey(await rows(host));
-  t.strictSame(Object.values(back).filter((r) => r.updated_at > stamp2).map((r) => r.key), ['url:http://streams.invalid/e'], 'only Echo written');
+  for (const key of Object.keys(after)) if (key !== 'url:http://streams.invalid/e') t.strictSame(content(back[key]!), content(after[key]!), `${key} as it was`);
   t.equal(back['url:http://streams.invalid/e']!.present, 1);
   t.equal(back['url:http://streams.invalid/e']!.id, before['url:http://streams.invalid/e']!.id, 'with its old id');
 });
@@ -163,19 +188,21 @@ t.test('a tuner yielding an async iterable, which uses the database meanwhile, w
   const host = await createTestHost({ plugins: { 'live-tv': { initialImport: 'await' }, [plugin]: {} } });
   t.teardown(() => host.close());
   t.strictSame((await channels(host)).map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3', 'Channel 4']);
-  const ids = Object.fromEntries((await rows(host)).map((r) => [r.key, r.id]));
+  const ids = Object.fromEntries((await rows(host, 'iter')).map((r) => [r.key, r.id]));
 
   // Midway through the list, "another import" (as the CLI's would be, in another process) changes
   // a row of this tuner behind the snapshot's back and moves the version on. The tuner's own
   // database query must not wait for the import (it reads its list outside the transaction).
   state.channels = [1, 2, 3, 4, 5].map((n) => channel(n));
   state.midway = async (db) => {
-    await db('livetv_channels').where({ key: 'k2' }).update({ name: 'Changed Elsewhere' });
+    const [page] = await pages(db, 'iter');
+    page!.entries.find((e) => e[1] === 'k2')![2] = 'Changed Elsewhere';
+    await db('livetv_channel_pages').where({ tuner_id: 'iter', page: 0 }).update({ channels: JSON.stringify(page!.entries) });
     await db('livetv_state').where({ key: 'version' }).increment('value', 1);
   };
   t.match((await refresh(host)).join('\n'), /tuner iter: 5 channels, 1 new, 0 gone/);
-  const after = byKey(await rows(host));
-  t.equal(after.k2!.name, 'Channel 2', 'the row changed meanwhile is written back as the tuner lists it');
+  const after = byKey(await rows(host, 'iter'));
+  t.equal(after.k2!.name, 'Channel 2', 'the channel changed meanwhile is written back as the tuner lists it');
   for (const key of ['k1', 'k2', 'k3', 'k4']) t.equal(after[key]!.id, ids[key], `${key} keeps its id`);
   t.strictSame((await channels(host)).map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3', 'Channel 4', 'Channel 5'], 'the channels reloaded, not a stale snapshot');
 });
@@ -196,21 +223,32 @@ t.test('a long playlist (more channels than the import copies at once): every ch
   entries[1299] = { ...entries[1299]!, tvgId: 'c1.tv' }; // c1.tv repeats: both keyed with their URLs
   const file = await write(dir, 'tv.m3u', m3u(entries));
   const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
-  const stored = await host.host.knex('livetv_channels').orderBy('position').select('key', 'name', 'tvg_id', 'tvg_name', 'logo', 'groups', 'data', 'number', 'present');
+  const stored = (await rows(host)).map(({ key, name, tvg_id, tvg_name, logo, groups, data, number, present }) => ({ key, name, tvg_id, tvg_name, logo, groups, data, number, present }));
   t.equal(stored.length, 1300);
   const expected = entries.map((e, i) => ({
     key: e.tvgId === undefined ? `url:${e.url}` : i === 1 || i === 1299 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`,
     name: e.name, tvg_id: e.tvgId ?? null, tvg_name: e.tvgName ?? null, logo: e.logo ?? null, groups: JSON.stringify([e.group]),
     data: JSON.stringify({ url: e.url, headers: {} }), number: e.chno ?? null, present: 1,
   }));
-  t.strictSame(stored.map((r) => ({ ...r, present: Number(r.present) })), expected, 'each row as listed');
+  t.strictSame(stored, expected, 'each channel as listed');
 
   const byName = new Map((await channels(host)).map((c) => [c.name, c]));
   t.equal(byName.size, 1300);
   t.ok(entries.every((e) => byName.get(e.name)?.logo === (e.logo ?? null) || (e.logo === undefined && !byName.get(e.name)?.logo)), 'GET /channels: every name and logo');
 
+  const before = await pages(host.host.knex, 'm3u:IPTV');
+  t.equal(before.length, 4, '1,300 channels: 4 pages');
   await tick();
   t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 1300 channels, 0 new, 0 gone/);
-  const again = await host.host.knex('livetv_channels').orderBy('position').select('key', 'name', 'tvg_id', 'tvg_name', 'logo', 'groups', 'data', 'number', 'present', 'updated_at');
-  t.equal(new Set(again.map((r) => Number(r.updated_at))).size, 1, 'the same playlist again: no row written');
+  t.strictSame(await pages(host.host.knex, 'm3u:IPTV'), before, 'the same playlist again: no page written');
+
+  // One channel renamed in the second page, none moved: only that page is written.
+  await tick();
+  entries[500] = { ...entries[500]!, name: 'Renamed' };
+  await write(dir, 'tv.m3u', m3u(entries));
+  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 1300 channels, 0 new, 0 gone/);
+  const after = await pages(host.host.knex, 'm3u:IPTV');
+  t.strictSame(after.map((p, i) => p.updated_at > before[i]!.updated_at), [false, true, false, false], 'only the second page written');
+  t.equal(after[1]!.entries[100]![2], 'Renamed');
+  t.ok(byName.has(entries[0]!.name) && (await channels(host)).some((c) => c.name === 'Renamed'), 'GET /channels shows the new name');
 });
