@@ -92,7 +92,7 @@ class StoredChannel implements Channel {
     // that made the channel, before anything else holds it; never changed otherwise.
     readonly tunerId: string, public key: string, public name: string,
     /** The tuner's number; `assigned` is ours, for a channel without one. */
-    readonly given: string | null, readonly assigned: string | null,
+    readonly given: string | null, public assigned: string | null,
     public tvgId: string | null, public tvgName: string | null, public logo: string | null, readonly groups: string[],
     public extraJson: string, public dataJson: string,
   ) {}
@@ -176,7 +176,7 @@ function decodeEntry(e: ListedEntry | HiddenEntry, tunerId: string, groups: Grou
  */
 function listedChannel(c: TunerChannel, tunerId: string, groups: GroupArrays, before: StoredChannel | undefined): StoredChannel {
   const name = c.name.slice(0, 512) || c.key.slice(0, 512);
-  const given = c.number?.trim() ? c.number.trim().slice(0, 32) : null;
+  const given = c.number?.trim().slice(0, 32) || null;
   const tvgId = c.tvgId?.trim() || null;
   const tvgName = c.tvgName ?? null;
   const logo = c.logo || null;
@@ -444,11 +444,12 @@ export class ChannelStore {
       let id = nextId;
       for (let i = 0; i < list.length; i++) {
         let c = list[i];
-        const number = assigned.get(c.key) ?? null;
-        if (c.assigned !== number) c = c.copy({ assigned: number });
+        const number = c.given ? null : assigned.get(c.key) ?? null;
+        // (Only a channel made by this import has no id yet, and only such a channel changes in
+        // place: snapshots share theirs.)
+        if (c.assigned !== number) c = c.id ? c.copy({ assigned: number }) : Object.assign(c, { assigned: number });
         const before = stored.get(c.key);
         if (!before) {
-          // (Only a channel made by this import has no id yet; a snapshot's is never changed in place.)
           c = c.id ? c.copy({ id: id++ }) : Object.assign(c, { id: id++ });
         } else if (before instanceof StoredChannel && before.assigned === c.assigned && (before === c || before.sameContent(c))) {
           c = before; // unchanged
