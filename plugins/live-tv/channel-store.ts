@@ -294,12 +294,12 @@ export class ChannelStore {
 
   constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
 
-  async version(trx: Database = this.knex): Promise<number> {
+  private async version(trx: Database = this.knex): Promise<number> {
     const row = await trx('livetv_state').where({ key: 'version' }).first('value');
     return Number(row?.value ?? 0);
   }
 
-  async bumpVersion(trx: Database = this.knex): Promise<void> {
+  private async bumpVersion(trx: Database = this.knex): Promise<void> {
     await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
     this.checkedAt = 0; // our own change: look again on the next read
   }
