@@ -11,7 +11,8 @@
  *     child process): into an empty database, the same playlist again, then with 2% of the
  *     channels changed (each import's peak so far is reported, and the peak after the first
  *     two, comparable with runs from before the third existed); the first import is repeated in
- *     fresh processes (LIVETV_BENCH_M3U_RUNS, default 5) for a median and a range; tokenizer vs
+ *     fresh processes (LIVETV_BENCH_M3U_RUNS, default 5) for a median and a range, each after
+ *     m3u8-parser alone on the same file (the machine's speed at that moment); tokenizer vs
  *     m3u8-parser comes from m3u-parse.bench (≤ 1.5×).
  *  3. API latency, server in a child process, autocannon with 16 connections:
  *     GET /programs?limit=50&from=now&to=now+6h with the big guide stored (p95 ≤ 50 ms),
@@ -327,11 +328,15 @@ export async function run(opts: { channels?: number; days?: number; seconds?: nu
         const data = path.join(dir, `m3u-data-${i}`);
         await mkdir(data);
         const loadBefore = load1();
+        const reference = (await track(startChild(['m3u8-parser', file])).done).at(-1)!.seconds as number;
         const lines = await track(startChild(['m3u', data, file, ...(i === 0 ? [changed] : [])])).done;
         const last = lines[lines.length - 1]!;
         if (i === 0) report = last;
         const first = last.runs[0];
-        firstImports.push({ seconds: first.seconds, cpuSeconds: first.cpuSeconds, peakRssMB: first.peakRssSoFarMB, loadBefore });
+        firstImports.push({
+          seconds: first.seconds, cpuSeconds: first.cpuSeconds, peakRssMB: first.peakRssSoFarMB, loadBefore,
+          m3u8ParserSeconds: reference, vsM3u8Parser: round(first.seconds / reference, 2),
+        });
         await rm(data, { recursive: true, force: true });
       }
       const seconds = firstImports.map((r) => r.seconds!).sort((a, b) => a - b);
@@ -344,6 +349,9 @@ export async function run(opts: { channels?: number; days?: number; seconds?: nu
           runs: firstImports,
           seconds: { median: median(seconds), min: seconds[0], max: seconds.at(-1) },
           cpuSeconds: { median: median(firstImports.map((r) => r.cpuSeconds!)) },
+          // The machine's speed at each run: m3u8-parser alone on the same file, just before it.
+          m3u8ParserSeconds: { median: median(firstImports.map((r) => r.m3u8ParserSeconds!)) },
+          vsM3u8Parser: { median: median(firstImports.map((r) => r.vsM3u8Parser!)) },
           peakRssMB: { median: median(peaks), max: Math.max(...peaks) },
         },
         targets: { seconds: '<= 2', peakRssMB: '<= 250' }, loadavg: { before: l, after: load1() },
