@@ -97,7 +97,6 @@ class StoredChannel implements Channel {
     public extraJson: string, public dataJson: string,
   ) {}
 
-  get present(): boolean { return true; }
   get number(): string { return this.given ?? this.assigned ?? ''; }
   get extra(): Record<string, string> { return (this.extraValue ??= parse(this.extraJson, {})); }
   get data(): Record<string, unknown> { return (this.dataValue ??= parse(this.dataJson, {})); }
@@ -124,7 +123,6 @@ class StoredChannel implements Channel {
 /** A channel its tuner no longer lists: kept, so that it comes back with its id and assigned number. */
 class HiddenChannel {
   constructor(readonly id: number, readonly key: string, readonly assigned: string | null) {}
-  get present(): boolean { return false; }
   entry(): HiddenEntry { return [this.id, this.key, this.assigned]; }
 }
 
