@@ -45,8 +45,8 @@ export const PAGE_SIZE = 400;
 /** A listed channel in a page. `groups`, `extra` and `data` are JSON texts. */
 export type ListedEntry = [id: number, key: string, name: string, given: string | null, assigned: string | null,
   tvgId: string | null, tvgName: string | null, logo: string | null, groups: string, extra: string, data: string];
-/** A channel the tuner no longer lists. */
-export type HiddenEntry = [id: number, key: string, assigned: string | null];
+/** A channel the tuner no longer lists, since `hiddenAt` (ms since epoch). */
+export type HiddenEntry = [id: number, key: string, assigned: string | null, hiddenAt: number];
 /** `livetv_state` key of the next channel id: ids are never reused, as favorites and recordings keep them. */
 export const NEXT_ID_KEY = 'next_channel_id';
 
@@ -120,10 +120,10 @@ class StoredChannel implements Channel {
   }
 }
 
-/** A channel its tuner no longer lists: kept, so that it comes back with its id and assigned number. */
+/** A channel its tuner no longer lists: kept for a while, so that it comes back with its id and assigned number. */
 class HiddenChannel {
-  constructor(readonly id: number, readonly key: string, readonly assigned: string | null) {}
-  entry(): HiddenEntry { return [this.id, this.key, this.assigned]; }
+  constructor(readonly id: number, readonly key: string, readonly assigned: string | null, readonly hiddenAt: number) {}
+  entry(): HiddenEntry { return [this.id, this.key, this.assigned, this.hiddenAt]; }
 }
 
 type Stored = StoredChannel | HiddenChannel;
@@ -161,7 +161,7 @@ class GroupArrays {
 }
 
 function decodeEntry(e: ListedEntry | HiddenEntry, tunerId: string, groups: GroupArrays): Stored {
-  if (e.length === 3) return new HiddenChannel(e[0], e[1], e[2]);
+  if (e.length === 4) return new HiddenChannel(e[0], e[1], e[2], e[3]);
   const [id, key, name, given, assigned, tvgId, tvgName, logo, groupsJson, extra, data] = e;
   return new StoredChannel(id, tunerId, key, name, given, assigned, tvgId, tvgName, logo, groups.array(groupsJson), groups.extra(extra) ?? groups.keepExtra(extra), data);
 }
@@ -290,7 +290,16 @@ export class ChannelStore {
   private loading?: Promise<StoreSnapshot>;
   private checkedAt = 0;
 
-  constructor(private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number) {}
+  constructor(
+    private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number,
+    /**
+     * How long a channel the tuner no longer lists keeps its id (and favorites, and assigned
+     * number) for when it comes back; a favorited one is kept until it does. Without a limit,
+     * a playlist whose stream URLs carry a token (keyed by URL, as it has no tvg-ids) would
+     * add its whole list to the hidden ones at every refresh.
+     */
+    private readonly keepHiddenMs = 30 * 86_400_000,
+  ) {}
 
   private async version(trx: Database = this.knex): Promise<number> {
     const row = await trx('livetv_state').where({ key: 'version' }).first('value');
@@ -456,18 +465,24 @@ export class ChannelStore {
         }
         list[i] = c;
       }
+      const stamp = this.now();
       const lists = new Map(latest.lists);
       const now: Stored[] = list.slice();
       let removed = 0;
+      let favorited: Set<number> | undefined; // read when a hidden channel is due to go
       for (const c of previous) {
         if (keys.has(c.key)) continue;
-        if (c instanceof StoredChannel) removed++;
-        now.push(c instanceof StoredChannel ? new HiddenChannel(c.id, c.key, c.assigned) : c);
+        if (c instanceof StoredChannel) {
+          removed++;
+          now.push(new HiddenChannel(c.id, c.key, c.assigned, stamp));
+        } else if (stamp - c.hiddenAt <= this.keepHiddenMs ||
+          (favorited ??= new Set((await trx('livetv_favorites').distinct('channel_id')).map((r) => Number(r.channel_id)))).has(c.id)) {
+          now.push(c);
+        }
       }
       lists.set(tunerId, now);
       const moved = moveClashingAssignedNumbers(lists, list, others);
 
-      const stamp = this.now();
       let written = await writePages(trx, tunerId, now, previous, groups, stamp);
       for (const other of moved) written += await writePages(trx, other, lists.get(other)!, latest.lists.get(other)!, groups, stamp);
       if (id !== nextId) {

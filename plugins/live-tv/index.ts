@@ -23,6 +23,8 @@ const configSchema = Type.Object({
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
   /** How long a first request waits for a channel to start before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
+  /** A channel its playlist no longer lists gets its id and favorites back if it returns within this time (a favorited one, whenever it does). */
+  keepHiddenChannels: Duration({ default: '30d' }),
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
@@ -54,8 +56,8 @@ export default definePlugin({
         packagers: coreServices.packagers, host: coreServices.host, paths: coreServices.paths,
       },
       async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, packagers, host, paths }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout } = config as Static<typeof configSchema>;
-        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now()));
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels } = config as Static<typeof configSchema>;
+        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now(), parseDuration(keepHiddenChannels)));
         const favorites = new Favorites(db);
         await favorites.load();
         auth.addProfileField('favorites', async (user) => {

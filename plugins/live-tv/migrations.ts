@@ -127,7 +127,7 @@ export const migrations: Migration[] = [
           .orderBy([{ column: 'present', order: 'desc' }, { column: 'position' }, { column: 'id' }]);
         const entries: (ListedEntry | HiddenEntry)[] = rows.map((r) => (r.present
           ? [r.id, r.key, r.name, r.number, r.assigned_number, r.tvg_id, r.tvg_name, r.logo, r.groups, r.extra, r.data]
-          : [r.id, r.key, r.assigned_number]));
+          : [r.id, r.key, r.assigned_number, Date.now()]));
         for (let i = 0; i < entries.length; i += PAGE_SIZE) {
           await knex('livetv_channel_pages').insert({ tuner_id: tunerId, page: i / PAGE_SIZE, channels: JSON.stringify(entries.slice(i, i + PAGE_SIZE)), updated_at: Date.now() });
         }

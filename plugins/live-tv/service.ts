@@ -21,8 +21,11 @@ export class LiveTvService {
   private stopped = false;
   private readonly running = new Set<Promise<RefreshSummary>>();
 
-  constructor(knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number) {
-    this.channels = new ChannelStore(knex, log, () => new Set(registry.tuners.keys()), now);
+  constructor(
+    knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number,
+    keepHiddenMs?: number,
+  ) {
+    this.channels = new ChannelStore(knex, log, () => new Set(registry.tuners.keys()), now, keepHiddenMs);
     this.guide = new GuideStore(knex, log);
   }
 

@@ -122,13 +122,18 @@ export async function write(dir: string, name: string, data: string | Buffer): P
 export interface Playlist { name: string; url: string; maxStreams?: number }
 export interface GuideConf { url: string; name?: string; preferredLanguage?: string }
 
-export async function startHost(t: Tap, options: { playlists: Playlist[]; guides?: GuideConf[]; preferredLanguage?: string; dataDir?: string }): Promise<TestHost> {
+export async function startHost(t: Tap, options: {
+  playlists: Playlist[]; guides?: GuideConf[]; preferredLanguage?: string; dataDir?: string;
+  /** More of live-tv's config; a clock the test moves. */
+  liveTv?: Record<string, unknown>; clock?: { now(): number };
+}): Promise<TestHost> {
   const xmltvConf: Record<string, unknown> = { sources: options.guides ?? [], maxAge: '100000d' };
   if (options.preferredLanguage) xmltvConf.preferredLanguage = options.preferredLanguage;
   const host = await createTestHost({
     dataDir: options.dataDir,
+    clock: options.clock,
     plugins: {
-      'live-tv': { initialImport: 'await' },
+      'live-tv': { initialImport: 'await', ...options.liveTv },
       'm3u-tuner': { sources: options.playlists },
       ...(options.guides ? { 'xmltv-guide': xmltvConf } : {}),
     },

@@ -29,8 +29,8 @@ async function rows(host: TestHost, tuner = 'm3u:IPTV'): Promise<Row[]> {
   for (const { entries, updated_at } of await pages(host.host.knex, tuner)) {
     for (const e of entries) {
       const position = out.length;
-      if (e.length === 3) {
-        const [id, key, assigned] = e as [number, string, string | null];
+      if (e.length === 4) {
+        const [id, key, assigned] = e as [number, string, string | null, number];
         out.push({ id, key, position, present: 0, assigned_number: assigned, updated_at });
         continue;
       }
@@ -112,6 +112,35 @@ t.test('a refresh where some channels changed: ids kept, new ones added, gone on
   for (const key of Object.keys(after)) if (key !== 'url:http://streams.invalid/e') t.strictSame(content(back[key]!), content(after[key]!), `${key} as it was`);
   t.equal(back['url:http://streams.invalid/e']!.present, 1);
   t.equal(back['url:http://streams.invalid/e']!.id, before['url:http://streams.invalid/e']!.id, 'with its old id');
+});
+
+t.test('a hidden channel keeps its id for keepHiddenChannels, a favorited one until it comes back', async (t) => {
+  const dir = await tempDir(t);
+  let now = Date.parse('2026-01-01T00:00:00Z');
+  const day = 86_400_000;
+  const file = await write(dir, 'tv.m3u', m3u([A, B, C]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }], clock: { now: () => now }, liveTv: { keepHiddenChannels: '2d' } });
+  const first = byKey(await rows(host));
+  const id = (key: string) => first[key]!.id;
+  const favorite = await host.inject({ method: 'POST', url: '/me/favorite', headers: host.authHeaders, payload: { channel_id: id('tvg:bravo.tv') } });
+  t.equal(favorite.statusCode, 200);
+
+  await write(dir, 'tv.m3u', m3u([A]));
+  t.match((await refresh(host)).join('\n'), /1 channels, 0 new, 2 gone/);
+  now += day;
+  await refresh(host);
+  t.strictSame((await rows(host)).map((r) => [r.key, r.present]), [['tvg:alpha.tv', 1], ['tvg:bravo.tv', 0], ['url:http://streams.invalid/c', 0]], 'a day later both still kept, hidden');
+
+  now += 2 * day;
+  await refresh(host);
+  t.strictSame((await rows(host)).map((r) => [r.key, r.present]), [['tvg:alpha.tv', 1], ['tvg:bravo.tv', 0]], 'three days after: Charlie forgotten, Bravo (a favorite) kept');
+
+  await write(dir, 'tv.m3u', m3u([A, B, C]));
+  t.match((await refresh(host)).join('\n'), /3 channels, 1 new, 0 gone/);
+  const back = byKey(await rows(host));
+  t.equal(back['tvg:bravo.tv']!.id, id('tvg:bravo.tv'), 'Bravo back with its id');
+  t.ok(back['url:http://streams.invalid/c']!.id > id('url:http://streams.invalid/c'), 'Charlie back as a new channel, with a new id');
+  t.strictSame((await getJson(host, '/me')).body.user.favorites, [id('tvg:bravo.tv')], 'and Bravo still a favorite');
 });
 
 t.test('tvg-ids a playlist repeats are keyed with their URL; exact repeats are duplicates, counted', async (t) => {
