@@ -1,4 +1,4 @@
-import type { Database, Logger, TunerChannel } from 'antenna/sdk';
+import type { Database, TunerChannel } from 'antenna/sdk';
 import { fold, numberSortKey } from './text.js';
 
 export interface Channel {
@@ -291,7 +291,7 @@ export class ChannelStore {
   private checkedAt = 0;
 
   constructor(
-    private readonly knex: Database, private readonly log: Logger, private readonly tunerIds: () => Set<string>, private readonly now: () => number,
+    private readonly knex: Database, private readonly tunerIds: () => Set<string>, private readonly now: () => number,
     /**
      * How long a channel the tuner no longer lists keeps its id (and favorites, and assigned
      * number) for when it comes back; a favorited one is kept until it does. Without a limit,
@@ -467,23 +467,23 @@ export class ChannelStore {
       }
       const stamp = this.now();
       const lists = new Map(latest.lists);
-      const now: Stored[] = list.slice();
+      const tunerList: Stored[] = list.slice(); // what the pages will hold: listed, then hidden
       let removed = 0;
       let favorited: Set<number> | undefined; // read when a hidden channel is due to go
       for (const c of previous) {
         if (keys.has(c.key)) continue;
         if (c instanceof StoredChannel) {
           removed++;
-          now.push(new HiddenChannel(c.id, c.key, c.assigned, stamp));
+          tunerList.push(new HiddenChannel(c.id, c.key, c.assigned, stamp));
         } else if (stamp - c.hiddenAt <= this.keepHiddenMs ||
           (favorited ??= new Set((await trx('livetv_favorites').distinct('channel_id')).map((r) => Number(r.channel_id)))).has(c.id)) {
-          now.push(c);
+          tunerList.push(c);
         }
       }
-      lists.set(tunerId, now);
+      lists.set(tunerId, tunerList);
       const moved = moveClashingAssignedNumbers(lists, list, others);
 
-      let written = await writePages(trx, tunerId, now, previous, groups, stamp);
+      let written = await writePages(trx, tunerId, tunerList, previous, groups, stamp);
       for (const other of moved) written += await writePages(trx, other, lists.get(other)!, latest.lists.get(other)!, groups, stamp);
       if (id !== nextId) {
         await trx('livetv_state').insert({ key: NEXT_ID_KEY, value: id }).onConflict('key').merge();

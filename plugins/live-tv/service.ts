@@ -25,7 +25,7 @@ export class LiveTvService {
     knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number,
     keepHiddenMs?: number,
   ) {
-    this.channels = new ChannelStore(knex, log, () => new Set(registry.tuners.keys()), now, keepHiddenMs);
+    this.channels = new ChannelStore(knex, () => new Set(registry.tuners.keys()), now, keepHiddenMs);
     this.guide = new GuideStore(knex, log);
   }
 
