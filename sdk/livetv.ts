@@ -54,7 +54,7 @@ export interface Tuner {
   /**
    * The full channel list; called at start, on refresh and on `antenna guide refresh`.
    * An array, or an async iterable (e.g. an `async *listChannels()` generator) for long
-   * lists: each channel is reduced to its stored row as it is yielded, so a tuner that
+   * lists: each channel is reduced to what is stored of it as it is yielded, so a tuner that
    * builds channels one at a time (a playlist parsed as it downloads) never holds them
    * all. The iteration happens outside any database transaction. The first channel of a
    * key wins; later ones with the same key are counted as duplicates. Throwing (or

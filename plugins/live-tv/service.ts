@@ -36,7 +36,7 @@ export class LiveTvService {
       run: async (ctx) => {
         const report = (f: number, m?: string) => { ctx.progress(f, m); progress?.(tuner.name, f, m); };
         report(0, 'reading playlist');
-        // An array, or an async iterable: the store reduces each channel to its row as the tuner
+        // An array, or an async iterable: the store reduces each channel to what it stores as the tuner
         // yields it, so a 100,000-channel list never exists as objects all at once.
         const listed = tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
         const channels = Symbol.asyncIterator in listed ? listed : await listed;
