@@ -1,8 +1,9 @@
 /**
- * What a playlist import writes: nothing for an identical playlist, exactly the
- * changed rows otherwise; keys for tvg-ids a playlist repeats and duplicates;
- * a tuner yielding an async iterable (which may use the database meanwhile),
- * and an import racing another one that changed the channels.
+ * What a playlist import stores (the tuner's pages): nothing new for an
+ * identical playlist, only the pages that changed otherwise; ids kept, hidden
+ * channels and how long they are kept; keys for tvg-ids a playlist repeats and
+ * duplicates; a tuner yielding an async iterable (which may use the database
+ * meanwhile), and an import racing another one that changed the channels.
  */
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
