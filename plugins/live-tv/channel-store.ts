@@ -218,6 +218,11 @@ function compactStrings(fresh: StoredChannel[], groups: GroupArrays): void {
   }
 }
 
+/** Whether `before` is a listed channel stored as `c` would be with the assigned number `assigned`. */
+function sameStored(before: Stored | undefined, c: StoredChannel, assigned = c.assigned): before is StoredChannel {
+  return before instanceof StoredChannel && before.assigned === assigned && (before === c || before.sameContent(c));
+}
+
 function sortChannels(channels: Channel[]): Channel[] {
   // numberSortKey once per channel, not twice per comparison.
   const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
@@ -451,17 +456,17 @@ export class ChannelStore {
       let id = nextId;
       for (let i = 0; i < list.length; i++) {
         let c = list[i];
-        const number = c.given ? null : assigned.get(c.key) ?? null;
-        // (Only a channel made by this import has no id yet, and only such a channel changes in
-        // place: snapshots share theirs.)
-        if (c.assigned !== number) c = c.id ? c.copy({ assigned: number }) : Object.assign(c, { assigned: number });
+        const number = assigned[i];
         const before = stored.get(c.key);
-        if (!before) {
-          c = c.id ? c.copy({ id: id++ }) : Object.assign(c, { id: id++ });
-        } else if (before instanceof StoredChannel && before.assigned === c.assigned && (before === c || before.sameContent(c))) {
-          c = before; // unchanged
-        } else if (c.id !== before.id) {
-          c = c.id ? c.copy({ id: before.id }) : Object.assign(c, { id: before.id });
+        if (!c.id) {
+          // Made by this import: the one kind of channel changed in place (snapshots share theirs).
+          c.assigned = number;
+          c.id = before ? before.id : id++;
+          if (sameStored(before, c)) c = before;
+        } else if (!before) {
+          c = c.copy({ id: id++, assigned: number });
+        } else if (before !== c || c.assigned !== number) {
+          c = sameStored(before, c, number) ? before : c.copy({ id: before.id, assigned: number });
         }
         list[i] = c;
       }
@@ -517,19 +522,14 @@ function moveClashingAssignedNumbers(lists: Map<string, readonly Stored[]>, list
   for (const c of list) if (c.given) wanted.add(c.given);
   const clashing = others.filter((c) => !c.given && c.assigned && wanted.has(c.assigned));
   if (!clashing.length) return tuners;
-  const taken = new Set<string>(wanted);
+  // Above every number in use, this list's assigned ones too (its new channels may just have taken the next ones).
+  const taken = new Set<string>();
+  for (const c of list) if (c.number) taken.add(c.number);
   for (const c of others) if (c.number) taken.add(c.number);
-  let next = 1;
-  for (const n of taken) {
-    const v = Number.parseFloat(n);
-    if (Number.isFinite(v)) next = Math.max(next, Math.floor(v) + 1);
-  }
+  const next = nextNumbers(taken);
   const moved = new Map<StoredChannel, StoredChannel>();
   for (const c of clashing) {
-    while (taken.has(String(next))) next++;
-    const number = String(next++);
-    taken.add(number);
-    moved.set(c, c.copy({ assigned: number }));
+    moved.set(c, c.copy({ assigned: next() }));
     tuners.add(c.tunerId);
   }
   for (const tunerId of tuners) lists.set(tunerId, lists.get(tunerId)!.map((c) => (c instanceof StoredChannel && moved.get(c)) || c));
@@ -537,38 +537,47 @@ function moveClashingAssignedNumbers(lists: Map<string, readonly Stored[]>, list
 }
 
 /**
- * Numbers for channels the playlist leaves unnumbered: a channel keeps the
- * number it was assigned before when that is still free, others get the next
- * free integers above every number in use, so none collides with a given one.
+ * The numbers we assign, one after the other: integers above every number in
+ * `taken`, none of them in it. A number beyond a billion ("1e308") is not
+ * counted, or there would be no integer above it (an import looped forever).
  */
-function assignNumbers(channels: StoredChannel[], previous: Map<string, Stored>, others: StoredChannel[]): Map<string, string> {
-  const taken = new Set<string>();
-  let max = 0;
-  const use = (n: string | null | undefined) => {
-    if (!n || taken.has(n)) return;
-    taken.add(n);
-    const v = Number.parseFloat(n);
-    if (Number.isFinite(v) && v > max) max = Math.floor(v);
+function nextNumbers(taken: ReadonlySet<string>): () => string {
+  let next = 1;
+  for (const n of taken) {
+    const v = Math.floor(Number.parseFloat(n));
+    if (v >= next && v < 1e9) next = v + 1;
+  }
+  return () => {
+    let number: string;
+    do number = String(next++); while (taken.has(number));
+    return number;
   };
-  for (const c of channels) use(c.given);
-  for (const c of others) use(c.number);
-  const result = new Map<string, string>();
-  const pending: StoredChannel[] = [];
-  for (const c of channels) {
+}
+
+/**
+ * Numbers for channels the playlist leaves unnumbered (null for the others),
+ * by position in `channels`: a channel keeps the number it was assigned before
+ * when that is still free, others get the next integers above every number in
+ * use, so none collides with a given one.
+ */
+function assignNumbers(channels: StoredChannel[], previous: Map<string, Stored>, others: StoredChannel[]): (string | null)[] {
+  const taken = new Set<string>();
+  for (const c of channels) if (c.given) taken.add(c.given);
+  for (const c of others) if (c.number) taken.add(c.number);
+  const result = new Array<string | null>(channels.length).fill(null);
+  const pending: number[] = [];
+  for (let i = 0; i < channels.length; i++) {
+    const c = channels[i];
     if (c.given) continue;
     const before = previous.get(c.key)?.assigned;
     if (before && !taken.has(before)) {
-      use(before);
-      result.set(c.key, before);
+      taken.add(before);
+      result[i] = before;
     } else {
-      pending.push(c);
+      pending.push(i);
     }
   }
-  let next = max + 1;
-  for (const c of pending) {
-    while (taken.has(String(next))) next++;
-    result.set(c.key, String(next));
-    taken.add(String(next++));
-  }
+  const next = nextNumbers(taken);
+  for (const i of pending) result[i] = next();
   return result;
 }

@@ -115,6 +115,15 @@ t.test('a refresh where some channels changed: ids kept, new ones added, gone on
   t.equal(back['url:http://streams.invalid/e']!.id, before['url:http://streams.invalid/e']!.id, 'with its old id');
 });
 
+t.test('a channel number beyond counting (1e308) is kept as given; unnumbered channels still get the next ones', async (t) => {
+  const dir = await tempDir(t);
+  // Numbers are assigned above the largest in use: above 1e308 there is no next integer (an import hung on this).
+  const file = await write(dir, 'tv.m3u', m3u([{ name: 'Huge', tvgId: 'huge.tv', chno: '1e308', url: url('huge') },
+    { name: 'Two', chno: '2', url: url('two') }, E, { name: 'Golf', url: url('g') }]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  t.strictSame((await channels(host)).map((c) => [c.name, c.tvg_chno]), [['Two', '2'], ['Echo', '3'], ['Golf', '4'], ['Huge', '1e308']]);
+});
+
 t.test('a hidden channel keeps its id for keepHiddenChannels, a favorited one until it comes back', async (t) => {
   const dir = await tempDir(t);
   let now = Date.parse('2026-01-01T00:00:00Z');

@@ -133,13 +133,15 @@ t.test('numbers missing from a playlist are assigned without collisions and kept
   await refresh(host);
   t.strictSame(await numbers(), third, 'and stays put on the next refresh');
 
-  // The other playlist now gives the number the first one assigned to W (imported after it).
+  // The other playlist now gives the number the first one assigned to W (imported after it), and
+  // lists a new unnumbered channel, which takes the next free number: W moves above both.
   await write(dir, 'second.m3u', m3u([{ name: 'Second Three', tvgId: 's3', chno: '3', url: url('s3') }, { name: 'Second Unnumbered', url: url('s?') },
-    { name: 'Second Takes W', tvgId: 'takes-w', chno: third['Unnumbered W'], url: url('takes-w') }]));
+    { name: 'Second Takes W', tvgId: 'takes-w', chno: third['Unnumbered W'], url: url('takes-w') },
+    { name: 'Second New Unnumbered', url: url('s-new') }]));
   await refresh(host);
   const fourth = await numbers();
   t.equal(fourth['Second Takes W'], third['Unnumbered W'], 'the number given by the other playlist wins');
-  noCollision(fourth, 'after another playlist took an assigned number');
+  noCollision(fourth, 'after another playlist took an assigned number while adding an unnumbered channel');
   await refresh(host);
   t.strictSame(await numbers(), fourth, 'and nothing moves on the next refresh');
 });
