@@ -19,12 +19,15 @@ export function toTunerChannel(e: M3uEntry): TunerChannel {
     if (!USED.has(k) && v !== '') (extra ??= {})[k] = v;
   }
   // The entry's groups, headers and Kodi props are the parser's own (frozen or unshared): no copies.
-  const data: Record<string, unknown> = { url: e.url, headers: e.headers };
-  if (Object.keys(e.kodiProps).length) data.kodiProps = e.kodiProps;
+  // Headers and Kodi props only when there are some: most entries have none, and 100,000 channels
+  // stored `"headers":{}` each.
+  const data: { url: string; headers?: Record<string, string>; kodiProps?: Record<string, string> } = { url: e.url };
+  for (const _ in e.headers) { data.headers = e.headers; break; }
+  for (const _ in e.kodiProps) { data.kodiProps = e.kodiProps; break; }
   return {
     key: e.tvgId ? `tvg:${e.tvgId}` : `url:${e.url}`,
     keyIfShared: e.tvgId ? `tvg:${e.tvgId}|${e.url}` : undefined,
     name: e.name, number: e.number, tvgId: e.tvgId, tvgName: e.tvgName, logo: e.tvgLogo,
-    groups: e.groups as string[], extra: extra ?? {}, data,
+    groups: e.groups as string[], extra, data,
   };
 }

@@ -267,7 +267,7 @@ t.test('a long playlist (more channels than the import copies at once): every ch
   const expected = entries.map((e, i) => ({
     key: e.tvgId === undefined ? `url:${e.url}` : i === 1 || i === 1299 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`,
     name: e.name, tvg_id: e.tvgId ?? null, tvg_name: e.tvgName ?? null, logo: e.logo ?? null, groups: JSON.stringify([e.group]),
-    data: JSON.stringify({ url: e.url, headers: {} }), number: e.chno ?? null, present: 1,
+    data: JSON.stringify({ url: e.url }), number: e.chno ?? null, present: 1,
   }));
   t.strictSame(stored, expected, 'each channel as listed');
 
