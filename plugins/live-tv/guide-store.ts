@@ -62,8 +62,6 @@ interface GuideState {
   mapping: Map<number, { sourceId: string; guideId: string; generation: number }[]>;
 }
 
-/** The channel version and every source's generation: what a cached mapping or listing depends on. */
-const STATE_KEY_SQL = "SELECT (SELECT value FROM livetv_state WHERE key = 'version') AS version, (SELECT group_concat(id || ':' || generation, ',') FROM livetv_guide_sources) AS generations";
 
 const DELETE_CHUNK = 20_000;
 const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
@@ -309,10 +307,7 @@ export class GuideStore {
     if (!this.stateLoading) {
       const epoch = this.epoch;
       this.stateLoading = (async () => {
-        const [row] = await this.knex.raw(
-          STATE_KEY_SQL,
-        ) as { version: unknown; generations: string | null }[];
-        const key = `${row?.version ?? ''}|${row?.generations ?? ''}`;
+        const key = await this.changeKey();
         if (this.state?.key === key && epoch === this.epoch) {
           this.state.checkedAt = Date.now();
           return this.state;
@@ -419,12 +414,17 @@ export class GuideStore {
     return new Map(rows.map((r) => [r.id, { last_import: r.updated_at ? new Date(Number(r.updated_at)).toISOString() : null, stats: r.stats ? JSON.parse(r.stats) : null }]));
   }
 
-  /** Changes whenever channels (their mapping) or any guide source change, in this process or another. */
+  /**
+   * Changes whenever channels (their mapping) or any guide source change, in this process or
+   * another: the channel version and every source's generation, what a cached mapping or
+   * listing depends on. (Two plain queries: SQLite's group_concat is string_agg on PostgreSQL.)
+   */
   async changeKey(): Promise<string> {
-    const [row] = await this.knex.raw(
-      STATE_KEY_SQL,
-    ) as { version: unknown; generations: string | null }[];
-    return `${row?.version ?? ''}|${row?.generations ?? ''}`;
+    const [version, sources] = await Promise.all([
+      this.knex('livetv_state').where({ key: 'version' }).first('value'),
+      this.knex('livetv_guide_sources').orderBy('id').select('id', 'generation'),
+    ]);
+    return `${version?.value ?? ''}|${sources.map((s: { id: string; generation: unknown }) => `${s.id}:${s.generation}`).join(',')}`;
   }
 
   /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
