@@ -1,12 +1,15 @@
 /**
- * createTestHost(): a real Antenna core (SQLite file in a temp dir, real HTTP,
- * real ffmpeg) with the plugins you choose, for plugin authors' tests.
+ * createTestHost(): a real Antenna core (SQLite file in a temp dir, or a
+ * PostgreSQL database with ANTENNA_TEST_PG; real HTTP, real ffmpeg) with the
+ * plugins you choose, for plugin authors' tests.
  *
  *   const host = await createTestHost({ plugins: { './my-plugin': { … } } });
  *   const res = await host.inject({ method: 'GET', url: '/channels', headers: host.authHeaders });
  *   await host.close();
  */
 import 'reflect-metadata';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,15 +53,50 @@ export interface TestHost {
 
 export const TEST_ADMIN_PASSWORD = 'admin-password-for-tests';
 
+/**
+ * With ANTENNA_TEST_PG set to a postgres:// URL (of a role that may create
+ * databases), test hosts run on PostgreSQL instead of SQLite: one database per
+ * data dir, made when first used (a restart on the same dir finds its data) and
+ * dropped when the host's own temp dir is removed, or (a dir the test made)
+ * by a later run once that dir is gone.
+ */
+let sweptPostgres = false;
+async function postgresFor(dataDir: string): Promise<{ database: Record<string, unknown>; drop: () => Promise<void> } | undefined> {
+  const url = process.env.ANTENNA_TEST_PG;
+  if (!url) return undefined;
+  // (pg is what knex's pg client loads; it ships no types.)
+  const { Client } = require('pg') as { Client: new (o: { connectionString: string }) => { connect(): Promise<void>; query(sql: string, values?: unknown[]): Promise<{ rowCount: number | null; rows: any[] }>; end(): Promise<void> } };
+  const name = `antenna_test_${createHash('sha1').update(dataDir).digest('hex').slice(0, 16)}`;
+  const admin = async (sql: string, values?: unknown[]) => {
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    try { return await client.query(sql, values); } finally { await client.end(); }
+  };
+  if (!sweptPostgres) {
+    sweptPostgres = true;
+    const { rows } = await admin("SELECT datname, shobj_description(oid, 'pg_database') AS dir FROM pg_database WHERE datname LIKE 'antenna\\_test\\_%'");
+    for (const r of rows) if (r.dir && !existsSync(r.dir)) await admin(`DROP DATABASE IF EXISTS ${r.datname}`).catch(() => {}); // in use: next time
+  }
+  if (!(await admin('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount) {
+    await admin(`CREATE DATABASE ${name}`);
+    await admin(`COMMENT ON DATABASE ${name} IS '${dataDir.replace(/'/g, "''")}'`);
+  }
+  const connection = new URL(url);
+  connection.pathname = `/${name}`;
+  return { database: { client: 'pg', connection: connection.href }, drop: async () => { await admin(`DROP DATABASE IF EXISTS ${name}`); } };
+}
+
 export async function createTestHost(options: TestHostOptions = {}): Promise<TestHost> {
   const ownDir = !options.dataDir;
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'antenna-test-')));
   const extra = options.config ?? {};
+  const postgres = extra.database ? undefined : await postgresFor(dataDir);
   const config = loadConfig({
     env: {},
     baseDir: options.baseDir ?? process.cwd(),
     object: {
       ...extra,
+      ...(postgres ? { database: postgres.database } : {}),
       server: { host: '127.0.0.1', port: 0, ...(extra.server ?? {}), dataDir },
       logging: { level: 'silent', ...(extra.logging ?? {}) },
       plugins: options.plugins ?? {},
@@ -87,7 +125,10 @@ export async function createTestHost(options: TestHostOptions = {}): Promise<Tes
     createUser: async (username, password, o = {}) => (await host.accounts.createUser({ username, password, ...o })).id,
     close: async () => {
       await host.close();
-      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      if (ownDir) {
+        await rm(dataDir, { recursive: true, force: true });
+        await postgres?.drop();
+      }
     },
   };
 }

@@ -35,7 +35,7 @@ t.test('plugin loader', async (t) => {
           deps: { http: sdk.coreServices.http, config: sdk.coreServices.config, db: sdk.coreServices.database, auth: sdk.coreServices.auth },
           async init({ http, config, db, auth }) {
             order.push('base');
-            http.get('/base/greetings', async (req) => ({ user: auth.requireUser(req).username, greetings: names.map((n) => config.prefix + ' ' + n), rows: (await db('base_things').count({ n: '*' }))[0].n }));
+            http.get('/base/greetings', async (req) => ({ user: auth.requireUser(req).username, greetings: names.map((n) => config.prefix + ' ' + n), rows: Number((await db('base_things').count({ n: '*' }))[0].n) }));
             http.get('/base/public', { config: { auth: 'public' } }, async () => ({ ok: true }));
           },
         });
