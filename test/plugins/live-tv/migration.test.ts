@@ -5,23 +5,19 @@
  */
 import t from 'tap';
 import path from 'node:path';
-import knexFactory from 'knex';
 import { createTestHost } from '../../../sdk/testing.js';
 import { runMigrations } from '../../../core/db/migrations.js';
-import { SQLITE_FILE } from '../../../core/db/database.js';
 import { migrations } from '../../../plugins/live-tv/migrations.js';
 import { channels, getJson, m3u, startHost, tempDir, write } from './fixtures.js';
 
 t.test('channels stored as rows come through the upgrade with their ids, numbers and favorites', async (t) => {
   const dir = await tempDir(t);
   const dataDir = path.join(dir, 'data');
-  // A data dir as an earlier version left it: the core's tables and the admin (user 1) ...
-  await (await createTestHost({ dataDir })).close();
-  // ... and live-tv's tables as they were before 005, foreign keys enforced as the server does.
-  const db = knexFactory({
-    client: 'sqlite3', connection: { filename: path.join(dataDir, SQLITE_FILE) }, useNullAsDefault: true,
-    pool: { min: 1, max: 1, afterCreate: (conn: any, done: (e: Error | null, c: unknown) => void) => conn.run('PRAGMA foreign_keys=ON', (e: Error | null) => done(e, conn)) },
-  });
+  // A data dir as an earlier version left it: the core's tables and the admin (user 1), and
+  // live-tv's tables as they were before 005 (on the server's own database: SQLite, foreign keys
+  // enforced, or PostgreSQL with ANTENNA_TEST_PG).
+  const before = await createTestHost({ dataDir });
+  const db = before.host.knex;
   await runMigrations(db, 'live-tv', migrations.filter((m) => m.name < '005'));
   const row = (id: number, tuner: string, tvgId: string, name: string, number: string | null, assigned: string | null, present: boolean, position: number) => ({
     id, tuner_id: tuner, key: `tvg:${tvgId}`, name, number, assigned_number: assigned, tvg_id: tvgId, tvg_name: name, logo: null,
@@ -36,7 +32,7 @@ t.test('channels stored as rows come through the upgrade with their ids, numbers
   ]);
   await db('livetv_favorites').insert([{ user_id: 1, channel_id: 5 }, { user_id: 1, channel_id: 7 }]);
   await db('livetv_channel_guide').insert({ channel_id: 3, source_id: 'guide', guide_id: 'a.tv' });
-  await db.destroy();
+  await before.close();
 
   // The new version starts on it: Alpha and Charlie as before, Bravo still without a number,
   // Gone listed again, Delta new.
@@ -59,6 +55,10 @@ t.test('channels stored as rows come through the upgrade with their ids, numbers
   t.notOk(await knex.schema.hasTable('livetv_channels'), 'the rows table is gone');
   const old = await knex('livetv_channel_pages').where({ tuner_id: 'm3u:Old' }).first('channels');
   t.strictSame(JSON.parse(old.channels).map((e: unknown[]) => [e[0], e[1], e[2]]), [[11, 'tvg:old.tv', 'Old Source']], 'a source no longer configured keeps its channels');
-  const fk = await knex.raw("SELECT * FROM pragma_foreign_key_list('livetv_favorites')");
-  t.strictSame(fk.map((r: { table: string }) => r.table), ['users'], 'favorites still go with their user');
+  // The favorites table, made again without the channel's foreign key, keeps the user's.
+  const zoe = await host.createUser('zoe', 'zoe-password-123');
+  await knex('livetv_favorites').insert({ user_id: zoe, channel_id: 3 });
+  await knex('users').where({ id: zoe }).delete();
+  t.strictSame(await knex('livetv_favorites').where({ user_id: zoe }).select('channel_id'), [], 'favorites still go with their user');
+  await t.rejects(knex('livetv_favorites').insert({ user_id: 999, channel_id: 3 }), 'and need one');
 });
