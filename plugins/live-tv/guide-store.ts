@@ -62,7 +62,6 @@ interface GuideState {
   mapping: Map<number, { sourceId: string; guideId: string; generation: number }[]>;
 }
 
-
 const DELETE_CHUNK = 20_000;
 const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
 const MAX_WARNINGS_LOGGED = 20;
