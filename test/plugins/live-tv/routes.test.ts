@@ -3,6 +3,7 @@
  * by the m3u-tuner and xmltv-guide plugins from files written here.
  */
 import t from 'tap';
+import { gunzipSync } from 'node:zlib';
 import type { TestHost } from '../../../sdk/testing.js';
 import { expectError } from '../../helpers/http.js';
 import {
@@ -285,4 +286,35 @@ t.test('live-tv routes', async (t) => {
     }
     t.strictSame((await getJson(host, '/me')).body.user.favorites, [id('Télé Matin')], 'unauthenticated calls changed nothing');
   });
+});
+
+t.test('GET /channels: a large list is sent gzipped to clients that take it, with the caller\'s favorites', async (t) => {
+  const dir = await tempDir(t);
+  const entries = Array.from({ length: 300 }, (_, i) => ({ name: `Channel ${i}`, tvgId: `c${i}.tv`, chno: String(i + 1), group: 'News', url: `http://streams.invalid/${i}` }));
+  const host = await startHost(t, { playlists: [{ name: 'Big', url: await write(dir, 'big.m3u', m3u(entries)) }] });
+  await host.createUser('viewer', 'viewer-password');
+  const viewer = await host.login('viewer', 'viewer-password');
+  const get = (headers: Record<string, string>, token = host.adminToken) =>
+    host.inject({ method: 'GET', url: '/channels', headers: { ...bearer(token), ...headers } });
+
+  const plain = await get({});
+  t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: sent as it is');
+  t.equal(plain.headers.vary, 'accept-encoding');
+  t.equal(plain.json().channels.length, 300);
+  const zipped = await get({ 'accept-encoding': 'gzip, deflate, br' });
+  t.equal(zipped.headers['content-encoding'], 'gzip');
+  t.equal(zipped.headers.vary, 'accept-encoding');
+  t.ok(zipped.rawPayload.length * 4 < plain.rawPayload.length, `much smaller (${zipped.rawPayload.length} bytes against ${plain.rawPayload.length})`);
+  t.equal(gunzipSync(zipped.rawPayload).toString(), plain.body, 'the same JSON');
+
+  const fav = plain.json().channels[7].id as number;
+  t.equal((await host.inject({ method: 'POST', url: '/me/favorite', headers: bearer(host.adminToken), payload: { channel_id: fav } })).statusCode, 200);
+  const favorited = (res: { rawPayload: Buffer }) => (JSON.parse(gunzipSync(res.rawPayload).toString()).channels as ChannelView[]).filter((c) => c.favorited).map((c) => c.id);
+  t.strictSame(favorited(await get({ 'accept-encoding': 'gzip' })), [fav], 'the caller\'s favorite, in the compressed list too');
+  t.strictSame(favorited(await get({ 'accept-encoding': 'gzip' }, viewer)), [], 'another user: none of it');
+  t.strictSame(favorited(await get({ 'accept-encoding': 'gzip' })), [fav], 'and the first user\'s again');
+  for (const refused of ['identity', 'gzip;q=0', 'gzip;q=0, *', 'br']) {
+    t.equal((await get({ 'accept-encoding': refused })).headers['content-encoding'], undefined, `Accept-Encoding: ${refused}: sent as it is`);
+  }
+  t.equal((await get({ 'accept-encoding': '*' })).headers['content-encoding'], 'gzip', 'Accept-Encoding: * takes gzip');
 });
