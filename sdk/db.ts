@@ -31,6 +31,11 @@ export interface InsertOptions {
  * `onConflict`: SQL appended to each statement, e.g.
  * `ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name`.
  */
+/** Whether `knex` talks to SQLite (else PostgreSQL): for the few statements the two write differently. */
+export function isSqlite(knex: Knex | Knex.Transaction): boolean {
+  return String(knex.client.config.client).startsWith('sqlite');
+}
+
 export async function insertRows(
   knex: Knex | Knex.Transaction,
   table: string,
@@ -60,7 +65,7 @@ export async function insertValues(
   if (!rows.length) return;
   const cols = columns.map(quote).join(', ');
   const tail = options.onConflict ? ' ' + options.onConflict : '';
-  if (String(knex.client.config.client).startsWith('sqlite')) {
+  if (isSqlite(knex)) {
     // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
     const sql = `INSERT INTO ${quote(table)} (${cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM jsonb_each(?) WHERE true${tail}`;
     let textual: boolean[] | undefined;

@@ -1,4 +1,5 @@
 import type { Database, TunerChannel } from 'antenna/sdk';
+import { isSqlite } from 'antenna/sdk';
 import { fold, numberSortKey } from './text.js';
 
 export interface Channel {
@@ -60,8 +61,6 @@ const parse = <T>(text: string | null, fallback: T): T => {
   if (!text) return fallback;
   try { return JSON.parse(text) as T; } catch { return fallback; }
 };
-
-const isSqlite = (knex: Database): boolean => String(knex.client.config.client).startsWith('sqlite');
 
 /**
  * `text`, flattened. A string made by concatenation (`tvg:${id}|${url}`) is a

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
-import { insertRows, insertValues } from 'antenna/sdk';
+import { insertRows, insertValues, isSqlite } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
 import { fold } from './text.js';
 
@@ -101,7 +101,7 @@ export class GuideStore {
     // SQLite copies the WAL into the database (and syncs both) every 1000 pages by default: a
     // 300 MB guide meant ~75 checkpoints, and pages written again and again. Every 10,000 pages
     // (40 MB of WAL) while importing costs 20-30% less SQLite time; commits are as durable.
-    const sqlite = String(this.knex.client.config.client).startsWith('sqlite');
+    const sqlite = isSqlite(this.knex);
     const before = sqlite ? Number((await this.knex.raw('PRAGMA wal_autocheckpoint'))[0]?.wal_autocheckpoint ?? 1000) : 0;
     if (sqlite && before > 0 && before < IMPORT_WAL_AUTOCHECKPOINT) await this.knex.raw(`PRAGMA wal_autocheckpoint = ${IMPORT_WAL_AUTOCHECKPOINT}`);
     try {
@@ -184,7 +184,7 @@ export class GuideStore {
 
   /** Deletes in chunks so other queries get the connection in between. */
   private async deleteGenerations(sourceId: string, where: (q: any) => any): Promise<void> {
-    const sqlite = String(this.knex.client.config.client).startsWith('sqlite');
+    const sqlite = isSqlite(this.knex);
     for (const table of ['livetv_programs', 'livetv_guide_channels']) {
       if (!sqlite) { // PostgreSQL readers are not blocked by a large delete
         await where(this.knex(table).where({ source_id: sourceId })).delete();
@@ -277,7 +277,7 @@ export class GuideStore {
    */
   async programsJsonFor(channelIds: number[] | 'all', from?: number, to?: number): Promise<Map<number, string>> {
     const out = new Map<number, string>();
-    if (!String(this.knex.client.config.client).startsWith('sqlite')) {
+    if (!isSqlite(this.knex)) {
       for (const [channelId, list] of await this.programsFor(channelIds, from, to)) out.set(channelId, list.map((p) => JSON.stringify(p)).join(','));
       return out;
     }
