@@ -186,24 +186,24 @@ function listedChannel(c: TunerChannel, tunerId: string, groups: GroupArrays, be
   return new StoredChannel(0, tunerId, c.key, name, given, null, tvgId, tvgName, logo, groupList, extra, data);
 }
 
-/** New channels' strings are copied COPY_BATCH channels at a time: one JSON round trip for all of them. */
+/** New channels' strings are copied COPY_BATCH channels at a time: one structured clone for all of them. */
 const COPY_BATCH = 512;
 
 /**
- * The strings of new channels replaced by compact copies of themselves. The
- * tuner's, back from one JSON text: they may be slices of larger strings
- * (m3u-tuner's: of the playlist's lines) or concatenations of such slices
- * (keys), which would keep those alive. One round trip for a few hundred
- * channels costs half what one per channel did (that was a third of a first
- * import's reading). The JSON texts made of `extra` and `data` hold nothing
- * else: flattened (they are trees of their parts), not copied (their quotes
- * would make the round trip take twice as long).
+ * The strings of new channels replaced by compact copies of themselves: the
+ * tuner's may be slices of larger strings (m3u-tuner's: of the playlist's
+ * lines) or concatenations of such slices (keys), which would keep those
+ * alive. A structured clone copies each into a string of its own characters;
+ * one for a few hundred channels, as one per channel cost a third of a first
+ * import's reading. (It took 25-35 % less time than the JSON round trip it
+ * replaced: no escaping, no parsing.) The JSON texts made of `extra` and
+ * `data` hold nothing else: flattened (they are trees of their parts), not copied.
  */
 function compactStrings(fresh: StoredChannel[], groups: GroupArrays): void {
   if (!fresh.length) return;
   const values: (string | null)[] = [];
   for (const c of fresh) values.push(c.key, c.name, c.tvgId, c.tvgName === c.name ? null : c.tvgName, c.logo);
-  const copies = JSON.parse(JSON.stringify(values)) as (string | null)[];
+  const copies = structuredClone(values);
   let k = 0;
   for (const c of fresh) {
     c.key = copies[k++]!;
