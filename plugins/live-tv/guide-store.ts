@@ -241,7 +241,7 @@ export class GuideStore {
   }
 
   /** Programmes of these channels overlapping [from, to), per channel, by start time. */
-  async programsFor(channelIds: number[] | 'all', from?: number, to?: number): Promise<Map<number, Program[]>> {
+  async programsFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, Program[]>> {
     const q = this.knex('livetv_channel_guide as m')
       .join('livetv_guide_sources as s', 's.id', 'm.source_id')
       .join('livetv_programs as p', function () {
@@ -249,7 +249,7 @@ export class GuideStore {
       })
       .select('m.channel_id', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon')
       .orderBy([{ column: 'm.channel_id' }, { column: 'p.start' }]);
-    if (channelIds !== 'all') q.whereIn('m.channel_id', channelIds);
+    q.whereIn('m.channel_id', channelIds);
     if (from !== undefined) q.where('p.stop', '>', from);
     if (to !== undefined) q.where('p.start', '<', to);
     const out = new Map<number, Program[]>();
@@ -275,13 +275,13 @@ export class GuideStore {
    * of 50 channels crosses from SQLite to JavaScript as 50 strings instead of 350 rows of 10
    * values, and is not serialized again.
    */
-  async programsJsonFor(channelIds: number[] | 'all', from?: number, to?: number): Promise<Map<number, string>> {
+  async programsJsonFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     if (!isSqlite(this.knex)) {
       for (const [channelId, list] of await this.programsFor(channelIds, from, to)) out.set(channelId, list.map((p) => JSON.stringify(p)).join(','));
       return out;
     }
-    if (channelIds !== 'all' && from !== undefined && to !== undefined && to > from && to - from <= MAX_CACHED_WINDOW_MS) {
+    if (from !== undefined && to !== undefined && to > from && to - from <= MAX_CACHED_WINDOW_MS) {
       const cached = await this.cachedProgramsJson(channelIds, from, to);
       if (cached) return cached;
     }
@@ -293,7 +293,7 @@ export class GuideStore {
       })
       .select('m.channel_id', this.knex.raw(`group_concat(${item}, ',' ORDER BY p.start) as programs`))
       .groupBy('m.channel_id');
-    if (channelIds !== 'all') q.whereIn('m.channel_id', channelIds);
+    q.whereIn('m.channel_id', channelIds);
     if (from !== undefined) q.where('p.stop', '>', from);
     if (to !== undefined) q.where('p.start', '<', to);
     for (const r of await q) out.set(r.channel_id, r.programs);

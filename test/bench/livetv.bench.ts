@@ -16,7 +16,8 @@
  *     m3u8-parser comes from m3u-parse.bench (≤ 1.5×).
  *  3. API latency, server in a child process, autocannon with 16 connections:
  *     GET /programs?limit=50&from=now&to=now+6h with the big guide stored (p95 ≤ 50 ms),
- *     offset varied per request; GET /channels with 10,000 channels (p95 ≤ 100 ms).
+ *     offset varied per request; GET /channels with 10,000 channels (p95 ≤ 100 ms); the whole
+ *     guide (GET /programs), plain and gzipped, with grid pages asked meanwhile (no target).
  *
  * Every figure carries the 1-minute load average around it (2-core machine, shared).
  * Everything is written under os.tmpdir() and removed at the end.
@@ -141,6 +142,20 @@ async function hammer(base: string, token: string, paths: () => string, seconds:
     loadGeneratorCpuSeconds: round((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6, 1),
     loadavg: { before, after: load1() },
   };
+}
+
+/** One request with node:http: status, body bytes (as sent, not decoded), time to first byte and in all (ms). */
+async function fetchTimed(base: string, token: string, urlPath: string, headers: Record<string, string> = {}): Promise<{ status: number; bytes: number; firstByteMs: number; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http.get(base + urlPath, { headers: { authorization: `Bearer ${token}`, ...headers } }, (res) => {
+      let bytes = 0;
+      let firstByteMs = NaN;
+      res.on('data', (d: Buffer) => { if (!bytes) firstByteMs = round(performance.now() - t0); bytes += d.length; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, firstByteMs, ms: round(performance.now() - t0) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
 }
 
 /**
@@ -308,6 +323,34 @@ export async function run(opts: { channels?: number; days?: number; seconds?: nu
         stored: { channels: ready.channels, programs: ready.programs }, channelsPerPage: body.channels.length, programsPerPage,
         ...programs, serverSideLatencyMs: serverLines[serverLines.length - 1]?.serverLatencyMs,
         serverPeakRssMB: serverLines[serverLines.length - 1]?.peakRssMB, target: 'p95 <= 50 ms',
+      };
+    }
+
+    // 3a'. The whole guide (GET /programs, the spec's defaults), in a fresh server: its time, its
+    // size plain and gzipped, the server's peak RSS, and grid pages asked meanwhile by another client.
+    if (only.has('api')) {
+      const server = track(startChild(['serve', guideData, guidePlaylist, guideFile]));
+      const ready = await server.ready;
+      const from = new Date(Date.now()).toISOString();
+      const to = new Date(Date.now() + 6 * 3600_000).toISOString();
+      const plain = await fetchTimed(ready.ready, ready.token, '/programs');
+      const gzipped = await fetchTimed(ready.ready, ready.token, '/programs', { 'accept-encoding': 'gzip' });
+      // Grid pages, one after the other, while a third whole guide is being sent.
+      const whole = fetchTimed(ready.ready, ready.token, '/programs');
+      let done = false;
+      void whole.finally(() => { done = true; });
+      const pageLatencies: number[] = [];
+      for (let n = 0; !done; n++) {
+        pageLatencies.push((await fetchTimed(ready.ready, ready.token, `/programs?limit=50&offset=${(n % Math.max(1, Math.floor(channels / 50))) * 50}&from=${from}&to=${to}`)).ms);
+      }
+      await whole;
+      pageLatencies.sort((a, b) => a - b);
+      const serverLines = await stopChild(server);
+      result.wholeGuide = {
+        request: '/programs (every channel, every programme stored)', stored: { channels: ready.channels, programs: ready.programs },
+        plain: { ...plain, MB: round(plain.bytes / MB, 1) }, gzip: { ...gzipped, MB: round(gzipped.bytes / MB, 1) },
+        gridPagesMeanwhile: { requests: pageLatencies.length, p50: round(percentile(pageLatencies, 50)), p95: round(percentile(pageLatencies, 95)), max: round(pageLatencies.at(-1) ?? NaN) },
+        serverPeakRssMB: serverLines[serverLines.length - 1]?.peakRssMB,
       };
     }
     if (needGuide) await rm(guideFile, { force: true });

@@ -126,12 +126,15 @@ export async function startHost(t: Tap, options: {
   playlists: Playlist[]; guides?: GuideConf[]; preferredLanguage?: string; dataDir?: string;
   /** More of live-tv's config; a clock the test moves. */
   liveTv?: Record<string, unknown>; clock?: { now(): number };
+  /** Listen on a port (host.url), for tests that need real HTTP. */
+  listen?: boolean;
 }): Promise<TestHost> {
   const xmltvConf: Record<string, unknown> = { sources: options.guides ?? [], maxAge: '100000d' };
   if (options.preferredLanguage) xmltvConf.preferredLanguage = options.preferredLanguage;
   const host = await createTestHost({
     dataDir: options.dataDir,
     clock: options.clock,
+    listen: options.listen,
     plugins: {
       'live-tv': { initialImport: 'await', ...options.liveTv },
       'm3u-tuner': { sources: options.playlists },

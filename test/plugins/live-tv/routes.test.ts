@@ -3,11 +3,12 @@
  * by the m3u-tuner and xmltv-guide plugins from files written here.
  */
 import t from 'tap';
+import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import type { TestHost } from '../../../sdk/testing.js';
 import { expectError } from '../../helpers/http.js';
 import {
-  bearer, channels, getJson, guide, ISO_Z, m3u, startHost, tempDir, write, xmltv, xt, type ChannelView,
+  bearer, channels, getJson, guide, ISO_Z, m3u, startHost, tempDir, write, xmltv, xt, type ChannelView, type GuideEntry, type ProgramView,
 } from './fixtures.js';
 
 const PLAYLIST = m3u([
@@ -317,4 +318,72 @@ t.test('GET /channels: a large list is sent gzipped to clients that take it, wit
     t.equal((await get({ 'accept-encoding': refused })).headers['content-encoding'], undefined, `Accept-Encoding: ${refused}: sent as it is`);
   }
   t.equal((await get({ 'accept-encoding': '*' })).headers['content-encoding'], 'gzip', 'Accept-Encoding: * takes gzip');
+});
+
+t.test('GET /programs: a large guide is written in pieces as the client reads, gzipped for clients that take it', async (t) => {
+  const dir = await tempDir(t);
+  const COUNT = 250; // above the 100 channels a page is made at once
+  const entries = Array.from({ length: COUNT }, (_, i) => ({ name: `Channel ${i}`, tvgId: `c${i}.tv`, chno: String(i + 1), group: i % 2 ? 'Odd' : 'Even', url: `http://streams.invalid/${i}` }));
+  // Every 7th channel has no guide data; the others three programmes each, on the hour.
+  const guided = entries.filter((_, i) => i % 7 !== 0);
+  const programmes = guided.flatMap((e) => [10, 11, 12].map((h) => ({
+    channel: e.tvgId, start: xt(`2024-01-01T${h}:00:00Z`), stop: xt(`2024-01-01T${h + 1}:00:00Z`), title: `${e.name} at ${h}`,
+  })));
+  const host = await startHost(t, {
+    playlists: [{ name: 'Big', url: await write(dir, 'big.m3u', m3u(entries)) }],
+    guides: [{ url: await write(dir, 'big.xml', xmltv(guided.map((e) => ({ id: e.tvgId, names: [e.name] })), programmes)) }],
+    listen: true,
+  });
+  // Real HTTP: the headers and bytes a client gets, whatever inject would make of a stream.
+  const get = (path: string, headers: Record<string, string> = {}) => new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    http.get(`${host.url}${path}`, { headers: { ...bearer(host.adminToken), ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) })).on('error', reject);
+    }).on('error', reject);
+  });
+
+  const plain = await get('/programs');
+  t.equal(plain.status, 200);
+  t.equal(plain.headers['transfer-encoding'], 'chunked', 'written in pieces');
+  t.equal(plain.headers['content-length'], undefined);
+  t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: not compressed');
+  t.equal(plain.headers.vary, 'accept-encoding');
+  const all = JSON.parse(plain.body.toString()) as { total_channels: number; offset: number; channels: GuideEntry[] };
+  t.equal(all.total_channels, COUNT);
+  t.equal(all.offset, 0);
+  t.strictSame(all.channels.map((c) => c.name), entries.map((e) => e.name), 'every channel, in number order');
+  const wrong = all.channels.filter((c, i) => JSON.stringify(c.programs.map((p) => p.title)) !== JSON.stringify(i % 7 ? [10, 11, 12].map((h) => `${c.name} at ${h}`) : []));
+  t.strictSame(wrong.map((c) => c.name), [], 'each channel with its own programmes, none for those without guide data');
+
+  // The pieces say what whole pages say: the same channels, byte for byte.
+  let paged = '';
+  for (let offset = 0; offset < COUNT; offset += 100) {
+    const page = await get(`/programs?limit=100&offset=${offset}`, { 'accept-encoding': 'gzip' });
+    t.ok(page.headers['content-length'], `a page of ${Math.min(100, COUNT - offset)} channels is made at once`);
+    t.equal(page.headers['content-encoding'], undefined, 'and sent as it is');
+    const body = page.body.toString();
+    paged += (offset ? ',' : '') + body.slice(body.indexOf('[') + 1, -2);
+  }
+  t.equal(paged, plain.body.toString().slice(plain.body.indexOf('[') + 1, -2), 'the streamed channels are those of the pages');
+
+  const zipped = await get('/programs', { 'accept-encoding': 'gzip, deflate' });
+  t.equal(zipped.headers['content-encoding'], 'gzip');
+  t.ok(zipped.body.length * 4 < plain.body.length, `much smaller (${zipped.body.length} bytes against ${plain.body.length})`);
+  t.ok(gunzipSync(zipped.body).equals(plain.body), 'the same JSON once decoded');
+
+  const windowed = JSON.parse((await get(`/programs?category=odd&offset=11&from=${encodeURIComponent('2024-01-01T11:30:00Z')}&to=${encodeURIComponent('2024-01-01T12:30:00Z')}`)).body.toString());
+  t.equal(windowed.total_channels, COUNT / 2, 'category counts before paging');
+  t.equal(windowed.channels.length, COUNT / 2 - 11);
+  t.strictSame(windowed.channels[0].programs.map((p: ProgramView) => p.title), ['Channel 23 at 11', 'Channel 23 at 12'], 'the window keeps what overlaps it');
+
+  // A client that goes away mid-guide: the server stops writing and serves the next one.
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get(`${host.url}/programs`, { headers: bearer(host.adminToken) }, (res) => {
+      res.once('data', () => { req.destroy(); resolve(); });
+    });
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(err)));
+  });
+  const again = await get('/programs?limit=1');
+  t.equal(again.status, 200);
+  t.equal(JSON.parse(again.body.toString()).channels[0].programs.length, 0, 'channel 0 has no guide data');
 });
