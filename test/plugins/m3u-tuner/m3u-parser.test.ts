@@ -574,6 +574,32 @@ t.test('fed in pieces, as a download arrives: the same playlist as parsed whole'
   ], 'the synthetic playlist itself parses as meant');
 });
 
+t.test('bytes whose lines are ASCII and not, mixed: what the text gives', async (t) => {
+  // Such pieces are read as runs of ASCII lines with the other lines decoded one by one; a
+  // '|' header suffix on either kind of line, or none, must land on the right URL.
+  let seed = 7;
+  const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+  const names = ['News', 'Café', 'Канал', 'Sport 📺', 'Plain', 'Ñandú', 'Kids'];
+  const lines = ['#EXTM3U'];
+  for (let i = 0; i < 3000; i++) {
+    const name = `${names[rand(names.length)]} ${i}`;
+    lines.push(`#EXTINF:-1 tvg-id="c${i}" group-title="${rand(3) ? 'G' : 'Группа'}",${name}`);
+    if (!rand(4)) lines.push(`#EXTVLCOPT:http-referrer=http://r/${rand(2) ? 'ü' : 'u'}${i}`);
+    lines.push(`http://s/${i}${rand(3) ? '' : '/é'}${rand(5) ? '' : `|User-Agent=UA${i}&Referer=http://ref/${i}`}`);
+  }
+  const text = lines.join('\n') + '\n';
+  const whole = parseM3u(text);
+  t.equal(whole.entries.length, 3000);
+  const buf = Buffer.from(text, 'utf8');
+  for (const size of [333, 4096, 16_384, buf.length]) {
+    const parser = new M3uParser();
+    for (let i = 0; i < buf.length; i += size) parser.write(buf.subarray(i, i + size));
+    t.strictSame(parser.end(), whole, `bytes in pieces of ${size}`);
+  }
+  t.ok(whole.entries.some((e) => e.headers['user-agent'] && e.url.endsWith('/é')), 'suffixes on URL lines beyond ASCII too');
+  t.ok(whole.entries.some((e) => e.headers['user-agent'] && !e.url.endsWith('/é')), 'and on ASCII ones');
+});
+
 t.test('linear time: 100k entries, and inputs that would make a per-line search quadratic', async (t) => {
   // No timed assertion (shared machines make them flaky): a quadratic regression on these inputs
   // takes many minutes and trips the suite's per-file timeout; test/bench/m3u-parse.bench.ts measures speed.
