@@ -240,6 +240,11 @@ export class GuideStore {
     return mapping.length;
   }
 
+  /** Which channels have guide data (are mapped to a guide channel), as of the last second or so. */
+  async guided(): Promise<{ has(channelId: number): boolean }> {
+    return (await this.guideState()).mapping;
+  }
+
   /** Programmes of these channels overlapping [from, to), per channel, by start time. */
   async programsFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, Program[]>> {
     const q = this.knex('livetv_channel_guide as m')

@@ -416,12 +416,14 @@ export async function run(opts: { channels?: number; days?: number; seconds?: nu
       server.proc.kill('SIGUSR2');
       const channelsResult = await hammer(ready.ready, ready.token, () => '/channels', seconds);
       const native = await nativeLoad(ready.ready, ready.token, '/channels', seconds);
+      // The whole guide of 10,000 channels none of which has guide data: no query for any of them.
+      const programsNoGuide = await fetchTimed(ready.ready, ready.token, '/programs');
       const serverLines = await stopChild(server);
       result.channelsLatency = {
         request: '/channels', connections: 16, seconds, stored: ready.channels, bodyBytes, ...channelsResult,
         serverSideLatencyMs: serverLines[serverLines.length - 1]?.serverLatencyMs,
         serverPeakRssMB: serverLines[serverLines.length - 1]?.peakRssMB, target: 'p95 <= 100 ms',
-        sameLoadNativeClient: native,
+        sameLoadNativeClient: native, programsNoGuide,
         note: 'autocannon parses every 1.8 MB body in JavaScript and shares the 2 cores with the server (see loadGeneratorCpuSeconds); sameLoadNativeClient is the same 16 connections from node:http',
       };
     }
