@@ -539,16 +539,17 @@ export class M3uParser {
     if (isAscii(bytes)) {
       this.tokenizer.lines(text);
     } else {
+      this.tokenizer.read(text);
       let start = 0;
       for (NON_ASCII.lastIndex = 0; NON_ASCII.test(text);) {
         const at = NON_ASCII.lastIndex - 1;
         const s = text.lastIndexOf('\n', at) + 1;
         const e = text.indexOf('\n', at) + 1 || text.length; // (the last byte is a '\n')
-        if (s > start) this.tokenizer.lines(text, s, start);
+        if (s > start) this.tokenizer.run(start, s);
         this.tokenizer.line(bytes.toString('utf8', s, e));
         start = NON_ASCII.lastIndex = e;
       }
-      if (start < text.length) this.tokenizer.lines(text, text.length, start);
+      if (start < text.length) this.tokenizer.run(start, text.length);
     }
     // A copy: a view would keep the whole chunk alive.
     if (last + 1 < buf.length) this.pendingBytes.push(Buffer.from(buf.subarray(last + 1)));
@@ -627,13 +628,25 @@ class Tokenizer {
     this.onEntry = options.onEntry;
   }
 
-  /** The lines of text[start, end): each ends at a '\n' or at `end`. */
-  lines(text: string, end = text.length, start = 0): void {
-    if (text !== this.text) {
-      this.text = text;
-      this.len = text.length;
-      this.nextPipe = -1;
-    }
+  /** The lines of text[0, end): each ends at a '\n' or at `end`. */
+  lines(text: string, end = text.length): void {
+    this.read(text);
+    this.run(0, end);
+  }
+
+  /**
+   * Reads `text` from now on, with run(). (writeBytes reads a piece in runs, with lines decoded on
+   * their own between them: the text's cached next '|' holds from one run to the next.)
+   */
+  read(text: string): void {
+    this.text = text;
+    this.len = text.length;
+    this.nextPipe = -1;
+  }
+
+  /** The lines of the text in [start, end), after those of the runs before. */
+  run(start: number, end: number): void {
+    const text = this.text;
     let pos = start;
     if (this.atStart && end > start) {
       this.atStart = false;
@@ -657,8 +670,8 @@ class Tokenizer {
   }
 
   /**
-   * One line decoded on its own, amid a text that lines() reads in runs (writeBytes): the text
-   * and where its next '|' is stay as they were, so going back to it costs no new search.
+   * One line decoded on its own, amid a text read in runs (writeBytes): the text and where its
+   * next '|' is stay as they were, so going back to it costs no new search.
    */
   line(line: string): void {
     const { text, len, nextPipe } = this;

@@ -598,6 +598,16 @@ t.test('bytes whose lines are ASCII and not, mixed: what the text gives', async 
   }
   t.ok(whole.entries.some((e) => e.headers['user-agent'] && e.url.endsWith('/é')), 'suffixes on URL lines beyond ASCII too');
   t.ok(whole.entries.some((e) => e.headers['user-agent'] && !e.url.endsWith('/é')), 'and on ASCII ones');
+
+  // Pieces that are the same bytes one after the other: what one piece found of the next '|' says nothing of the next.
+  const unit = '#EXTINF:-1,Café\nhttp://h/1|Referer=http://r/\n#EXTINF:-1,Plain\nhttp://h/2\n#EXTINF:-1,Más\nhttp://h/3\n';
+  const same = Buffer.from(unit.repeat(50), 'utf8');
+  const parser = new M3uParser();
+  const step = Buffer.byteLength(unit);
+  for (let i = 0; i < same.length; i += step) parser.write(same.subarray(i, i + step));
+  const repeated = parser.end().entries;
+  t.equal(repeated.length, 150);
+  t.strictSame(repeated.filter((e) => e.headers.referer).map((e) => e.url), Array(50).fill('http://h/1'), 'each suffix on its own URL, in every piece');
 });
 
 t.test('linear time: 100k entries, and inputs that would make a per-line search quadratic', async (t) => {
