@@ -56,11 +56,13 @@ export interface Tuner {
    * An array, or an async iterable (e.g. an `async *listChannels()` generator) for long
    * lists: each channel is reduced to what is stored of it as it is yielded, so a tuner that
    * builds channels one at a time (a playlist parsed as it downloads) never holds them
-   * all. The iteration happens outside any database transaction. The first channel of a
-   * key wins; later ones with the same key are counted as duplicates. Throwing (or
-   * failing the iteration) keeps the previous channels.
+   * all. It may yield a channel, or several at once as an array (a tuner reading its list in
+   * pieces: one async step per piece, not per channel; 100,000 steps cost ~60 ms). The
+   * iteration happens outside any database transaction. The first channel of a key wins;
+   * later ones with the same key are counted as duplicates. Throwing (or failing the
+   * iteration) keeps the previous channels.
    */
-  listChannels(options: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void }): Promise<TunerChannel[]> | AsyncIterable<TunerChannel>;
+  listChannels(options: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void }): Promise<TunerChannel[]> | AsyncIterable<TunerChannel | readonly TunerChannel[]>;
   /** How to read one channel now. Throw an AppError (502/503) when the upstream is unusable. */
   openStream(options: { channel: TunerChannel; signal: AbortSignal }): Promise<StreamSource>;
   /** How often to call listChannels again (ms); omit for never. */

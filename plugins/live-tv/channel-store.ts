@@ -186,6 +186,8 @@ function listedChannel(c: TunerChannel, tunerId: string, groups: GroupArrays, be
   return new StoredChannel(0, tunerId, c.key, name, given, null, tvgId, tvgName, logo, groupList, extra, data);
 }
 
+const isList = (c: TunerChannel | readonly TunerChannel[]): c is readonly TunerChannel[] => Array.isArray(c);
+
 /** New channels' strings are copied COPY_BATCH channels at a time: one structured clone for all of them. */
 const COPY_BATCH = 512;
 
@@ -373,7 +375,7 @@ export class ChannelStore {
    * reloaded. `listed` is called once the whole list has been read.
    */
   async replaceTunerChannels(
-    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel>, listed?: (channels: number) => void,
+    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel | readonly TunerChannel[]>, listed?: (channels: number) => void,
   ): Promise<ImportCounts> {
     const base = await this.latest(); // on an empty database, an empty one
     // This tuner's channels by key: what each listed channel is compared with.
@@ -408,7 +410,7 @@ export class ChannelStore {
       if (read.length - copied >= COPY_BATCH) compact();
     };
     if (Array.isArray(incoming)) for (const c of incoming) add(c);
-    else for await (const c of incoming) add(c);
+    else for await (const c of incoming) if (isList(c)) for (const one of c) add(one); else add(c);
     compact();
     listed?.(read.length);
 

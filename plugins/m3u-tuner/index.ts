@@ -51,11 +51,12 @@ export function streamInput(url: string, headers: Record<string, string>, fallba
 
 /**
  * The playlist's channels, parsed as the bytes arrive and yielded as soon as
- * each entry is complete: neither the file nor its channels are ever held whole.
+ * each piece of it is parsed (the channels of a piece together): neither the
+ * file nor its channels are ever held whole.
  */
 async function* readPlaylist(
   source: Source, configDir: string, userAgent: string, signal: AbortSignal, progress?: (fraction: number, message?: string) => void,
-): AsyncGenerator<TunerChannel> {
+): AsyncGenerator<TunerChannel[]> {
   progress?.(0, `fetching ${source.name}`);
   const { chunks, url, size } = await streamSource(source.url, { signal, baseDir: configDir, userAgent });
   let ready: TunerChannel[] = [];
@@ -71,12 +72,11 @@ async function* readPlaylist(
     if (head.length < 64) head = Buffer.concat([head, chunk.subarray(0, 64 - head.length)]);
     for (let i = 0; i < chunk.length; i += PARSE_SLICE) {
       parser.write(chunk.subarray(i, i + PARSE_SLICE));
-      const batch = ready;
-      ready = [];
-      count += batch.length;
-      // Not yield*: in an async generator, over an array, that goes through an async wrapper of the
-      // array's iterator, more promises per channel (100,000 channels: 60-90 ms, against 40-50).
-      for (const c of batch) yield c;
+      if (ready.length) {
+        count += ready.length;
+        yield ready;
+        ready = [];
+      }
     }
     bytes += chunk.length;
     // size is the compressed size of a gzip playlist: the fraction is a rough one then.
@@ -87,7 +87,7 @@ async function* readPlaylist(
   if (!count && !/^\s*(\ufeff)?#EXTM3U/i.test(head.toString('utf8'))) {
     throw errors.badGateway(`${source.name} is not an M3U playlist`);
   }
-  for (const c of ready) yield c;
+  if (ready.length) yield ready;
   progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
 }
 

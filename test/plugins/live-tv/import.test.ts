@@ -205,7 +205,7 @@ async function iterableTunerPlugin(dir: string): Promise<string> {
                 const { channels, midway } = globalThis.__iterableTuner;
                 for (let i = 0; i < channels.length; i++) {
                   if (i === Math.floor(channels.length / 2) && midway) await midway(db);
-                  yield channels[i];
+                  yield i % 3 ? channels[i] : [channels[i]]; // one at a time, or several at once as an array
                 }
               },
               async openStream() { return { inputArgs: ['-i', 'testsrc'] }; },
