@@ -9,6 +9,11 @@ export interface InsertOptions {
   maxVariables?: number;
 }
 
+/** Whether `knex` talks to SQLite (else PostgreSQL): for the few statements the two write differently. */
+export function isSqlite(knex: Knex | Knex.Transaction): boolean {
+  return String(knex.client.config.client).startsWith('sqlite');
+}
+
 /**
  * Inserts many rows with as few statements as possible.
  *
@@ -31,11 +36,6 @@ export interface InsertOptions {
  * `onConflict`: SQL appended to each statement, e.g.
  * `ON CONFLICT (tuner_id, key) DO UPDATE SET name = excluded.name`.
  */
-/** Whether `knex` talks to SQLite (else PostgreSQL): for the few statements the two write differently. */
-export function isSqlite(knex: Knex | Knex.Transaction): boolean {
-  return String(knex.client.config.client).startsWith('sqlite');
-}
-
 export async function insertRows(
   knex: Knex | Knex.Transaction,
   table: string,
