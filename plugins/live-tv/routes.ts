@@ -59,6 +59,21 @@ const GZIP_FROM_BYTES = 8 * 1024;
 const WHOLE_PAGE = 100;
 const GUIDE_PIECE = 10;
 const PIECE_MAX = 1000;
+/**
+ * Channels a search looks at per turn of the event loop. The first search of a new snapshot folds
+ * every channel's name (100,000 channels: 0.2-0.5 s), which, done at once, held every other request.
+ */
+const SEARCH_SLICE = 5_000;
+
+/** The channels whose folded name and number contain `q`, in their order, SEARCH_SLICE at a time. */
+export async function searchChannels(channels: readonly Channel[], q: string): Promise<Channel[]> {
+  const found: Channel[] = [];
+  for (let i = 0; i < channels.length; i++) {
+    if (i && i % SEARCH_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (channels[i].search.includes(q)) found.push(channels[i]);
+  }
+  return found;
+}
 
 interface ChannelListing {
   /** `{"channels":[…]}` with "favorited":false everywhere. */
@@ -227,7 +242,7 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     if (!q) throw errors.badRequest('q must not be empty');
     const favs = favorites.of(user.id);
     const { channels } = await service.channels.current();
-    return { channels: channels.filter((c) => c.search.includes(q)).map((c) => view(c, favs)) };
+    return { channels: (await searchChannels(channels, q)).map((c) => view(c, favs)) };
   });
 
   http.get('/channel/categories', {

@@ -2,10 +2,13 @@
  * Every live-tv route through real HTTP (inject) over a real SQLite file, fed
  * by the m3u-tuner and xmltv-guide plugins from files written here.
  */
+import 'reflect-metadata';
 import t from 'tap';
 import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import type { TestHost } from '../../../sdk/testing.js';
+import type { Channel } from '../../../plugins/live-tv/channel-store.js';
+import { searchChannels } from '../../../plugins/live-tv/routes.js';
 import { expectError } from '../../helpers/http.js';
 import {
   bearer, channels, getJson, guide, ISO_Z, m3u, startHost, tempDir, write, xmltv, xt, type ChannelView, type GuideEntry, type ProgramView,
@@ -93,6 +96,17 @@ t.test('live-tv routes', async (t) => {
     expectError(t, await host.inject({ method: 'GET', url: '/channels/search?q=', headers: host.authHeaders }), 400, /q/, 'empty q');
     expectError(t, await host.inject({ method: 'GET', url: '/channels/search?q=%20%20', headers: host.authHeaders }), 400, /q/, 'blank q');
     expectError(t, await host.inject({ method: 'GET', url: '/channels/search', headers: host.authHeaders }), 400, /q/, 'missing q');
+  });
+
+  t.test('a search through many channels lets other work run meanwhile', async (t) => {
+    // The first search of a new snapshot folds every name: 100,000 at once held every other request.
+    const many = Array.from({ length: 12_000 }, (_, i) => ({ id: i + 1, search: `channel ${i + 1}` }) as Channel);
+    const searching = searchChannels(many, 'channel 1199');
+    let ranMeanwhile = false;
+    setImmediate(() => { ranMeanwhile = true; });
+    const found = await searching;
+    t.strictSame(found.map((c) => c.id), [1199, 11990, 11991, 11992, 11993, 11994, 11995, 11996, 11997, 11998, 11999], 'every match, in order');
+    t.ok(ranMeanwhile, 'a callback queued after the search began ran before it ended');
   });
 
   t.test('GET /channel/categories', async (t) => {
