@@ -193,6 +193,28 @@ t.test('live-tv routes', async (t) => {
     t.strictSame(paged.channels.map((c) => [c.name, c.programs.map((p) => p.title)]), [['Télé Matin', ['Journal']]], 'window and paging together');
   });
 
+  t.test('every success is a JSON body with exactly the spec\'s keys', async (t) => {
+    const json = /^application\/json; charset=utf-8$/;
+    const get = (url: string) => host.inject({ method: 'GET', url, headers: host.authHeaders });
+    for (const [url, keys] of [
+      ['/channels', ['channels']], ['/channels?category=News', ['channels']], ['/channels/search?q=bbc', ['channels']],
+      ['/channel/categories', ['categories']], ['/programs', ['channels', 'offset', 'total_channels']],
+      ['/programs?limit=2&offset=1', ['channels', 'offset', 'total_channels']],
+    ] as const) {
+      const res = await get(url);
+      t.equal(res.statusCode, 200, `${url}: 200`);
+      t.match(res.headers['content-type'], json, `${url}: JSON`);
+      t.strictSame(Object.keys(res.json()).sort(), [...keys], `${url}: keys`);
+    }
+    const unknown = await get('/programs?category=Nothing');
+    t.strictSame(unknown.json(), { channels: [], offset: 0, total_channels: 0 }, '/programs of an unknown category: none, and a total of 0');
+    for (const method of ['POST', 'DELETE'] as const) {
+      const res = await host.inject({ method, url: '/me/favorite', headers: host.authHeaders, payload: { channel_id: id('BBC One') } });
+      t.equal(res.statusCode, 200, `${method} /me/favorite: 200`);
+      t.match(res.headers['content-type'], json, `${method} /me/favorite: JSON`);
+    }
+  });
+
   t.test('GET /programs rejects bad parameters with 400', async (t) => {
     for (const q of ['limit=abc', 'offset=-5', 'limit=-7', 'limit=0', 'offset=abc', 'limit=1.5', 'from=notadate', 'to=yesterday',
       'from=2024-01-01T12:00:00Z&to=2024-01-01T11:00:00Z', 'from=2024-01-01T12:00:00Z&to=2024-01-01T12:00:00Z']) {
@@ -319,6 +341,7 @@ t.test('GET /channels: a large list is sent gzipped to clients that take it, wit
   const zipped = await get({ 'accept-encoding': 'gzip, deflate, br' });
   t.equal(zipped.headers['content-encoding'], 'gzip');
   t.equal(zipped.headers.vary, 'accept-encoding');
+  t.equal(zipped.headers['content-type'], 'application/json; charset=utf-8', 'gzipped JSON is still JSON');
   t.ok(zipped.rawPayload.length * 4 < plain.rawPayload.length, `much smaller (${zipped.rawPayload.length} bytes against ${plain.rawPayload.length})`);
   t.equal(gunzipSync(zipped.rawPayload).toString(), plain.body, 'the same JSON');
 
@@ -359,6 +382,7 @@ t.test('GET /programs: a large guide is written in pieces as the client reads, g
   const plain = await get('/programs');
   t.equal(plain.status, 200);
   t.equal(plain.headers['transfer-encoding'], 'chunked', 'written in pieces');
+  t.equal(plain.headers['content-type'], 'application/json; charset=utf-8');
   t.equal(plain.headers['content-length'], undefined);
   t.equal(plain.headers['content-encoding'], undefined, 'no Accept-Encoding: not compressed');
   t.equal(plain.headers.vary, 'accept-encoding');

@@ -300,8 +300,37 @@ t.test('jellyfin MultilanguageData.xml: preferredLanguage', async (t) => {
   t.equal((await first()).episodeNum, '18.50/30.');
 });
 
+t.test('a title with lang="" is a title without a language', async (t) => {
+  const guide = tv(prog('channel="a" start="20240101120000 +0000" stop="20240101130000 +0000"',
+    '<title lang="">Empty</title><title lang="en">English</title><title>None</title>'));
+  t.equal((await parseText(guide)).programmes[0]!.title, 'Empty', 'no preference: the first, lang="" or not');
+  t.equal((await parseText(guide, { preferredLanguage: 'en' })).programmes[0]!.title, 'English', 'a preference skips lang=""');
+  t.equal((await parseText(guide, { preferredLanguage: 'fr' })).programmes[0]!.title, 'Empty', 'no title in the preferred language: the first');
+  const only = tv(prog('channel="a" start="20240101120000 +0000" stop="20240101130000 +0000"', '<title lang="">Only</title>'));
+  t.equal((await parseText(only, { preferredLanguage: 'en' })).programmes[0]!.title, 'Only', 'the only title is kept whatever its lang');
+});
+
+t.test('CRLF and CR line ends inside a text become LF, as XML reads them', async (t) => {
+  const p = await parseText(tv(prog('channel="a" start="20240101120000 +0000" stop="20240101130000 +0000"',
+    '<title>Two\r\nlines</title>\r\n<desc>Line one\r\nLine two\rthree</desc>'), '<?xml version="1.0"?>\r\n'));
+  t.same([p.programmes[0]!.title, p.programmes[0]!.description], ['Two\nlines', 'Line one\nLine two\nthree']);
+});
+
+t.test('real guides with CRLF line ends: no carriage return reaches a text', async (t) => {
+  for (const name of ['iptv-org--energeek.cl--content.xml', 'iptv-org--epg.iptvx.one--content.xml', 'iptv-org--epgshare01.online--content.xml',
+    'iptv-org--makrodigitaltelevision.com--content.xml']) {
+    t.ok(bytes(name).includes('\r\n'), `${name} has CRLF line ends`);
+    const p = await parseReal(name);
+    t.ok(p.programmes.length > 0, `${name}: programmes`);
+    const texts = [...p.programmes.flatMap((x) => [x.title, x.subTitle, x.description, x.episodeNum, x.icon, ...(x.categories ?? [])]),
+      ...p.channels.flatMap((c) => [c.id, c.icon, ...c.displayNames])];
+    t.notOk(texts.some((x) => x?.includes('\r')), `${name}: no \\r in titles, descriptions, categories or channel names`);
+  }
+});
+
 t.test('jellyfin schedulesdirect.xml and custom.xml: BOM, many display-names, several icons', async (t) => {
   for (const name of ['jellyfin--schedulesdirect.xml', 'jellyfin--custom.xml']) {
+    t.strictSame([...bytes(name).subarray(0, 3)], [0xef, 0xbb, 0xbf], `${name} starts with a UTF-8 BOM`);
     const p = await parseReal(name);
     t.same(p.channels[0], { id: 'EPG123.10108.schedulesdirect.org', displayNames: ['CFTO', 'CTV Toronto', '201 CFTO', '201', 'CTV'], icon: 's10108_dark_360w_270h.png' }, name);
     const u = byTitle(p, 'Unforgettable');
