@@ -1,4 +1,5 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { errors } from '../../sdk/errors.js';
 
 /**
  * Hashes running at once. scrypt runs in libuv's thread pool, which SQLite
@@ -9,12 +10,24 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
  * the rest wait here, in order.
  */
 const MAX_HASHING = Math.max(1, Math.floor((Number(process.env.UV_THREADPOOL_SIZE) || 4) / 2));
+/**
+ * Hashes waiting at most: a few seconds of them (one takes 50-100 ms). A flood of sign-ins from
+ * many addresses, each under the failed-login limits, is refused beyond this (429) rather than
+ * queued without end, so a user who signs in meanwhile hears back at once, not minutes later.
+ */
+export const MAX_WAITING_HASHES = 64;
+/** What a refused sign-in is told to wait: about what the hashes waiting take. */
+const BUSY_RETRY_SECONDS = 3;
 let hashing = 0;
 const waiting: (() => void)[] = [];
 
 async function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
-  if (hashing >= MAX_HASHING) await new Promise<void>((resolve) => waiting.push(resolve));
-  else hashing++;
+  if (hashing >= MAX_HASHING) {
+    if (waiting.length >= MAX_WAITING_HASHES) throw errors.tooManyRequests(BUSY_RETRY_SECONDS, 'Too many sign-ins at once; try again in a few seconds');
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  } else {
+    hashing++;
+  }
   try {
     return await new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
   } finally {
@@ -50,7 +63,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
 /** Hashed when the username is unknown, so both failures take the same time. */
 let dummy: Promise<string> | undefined;
 export function dummyHash(): Promise<string> {
-  return (dummy ??= hashPassword(randomBytes(16).toString('hex')));
+  // Not kept when it failed (a full queue): every later unknown-user sign-in would fail with it.
+  return (dummy ??= hashPassword(randomBytes(16).toString('hex')).catch((err: unknown) => { dummy = undefined; throw err; }));
 }
 
 /** A readable generated password for the first admin. */

@@ -33,7 +33,7 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     config: { auth: 'public' },
     schema: {
       summary: 'Sign in', tags: ['account'],
-      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Failed logins are rate limited per username and per address (429 with Retry-After). An inactive account answers 403 `User Account Inactive`.',
+      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Failed logins are rate limited per username and per address (429 with Retry-After); while 64 sign-ins already wait for their password check, another is refused at once (429, Retry-After: 3). An inactive account answers 403 `User Account Inactive`.',
       body: {
         type: 'object', required: ['username', 'password'],
         properties: { username: { type: 'string', minLength: 1, maxLength: 256 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
@@ -86,7 +86,7 @@ export async function accountRoutes(app: FastifyInstance, deps: {
         type: 'object', required: ['current_password', 'new_password'],
         properties: { current_password: { type: 'string', maxLength: 1024 }, new_password: { type: 'string', maxLength: 1024 } },
       },
-      response: { 200: Ok, 400: Error, 401: Error, 403: Error },
+      response: { 200: Ok, 400: Error, 401: Error, 403: Error, 429: Error },
     },
   }, async (request) => {
     const caller = auth.requireUser(request);

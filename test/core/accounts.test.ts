@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { routeTable } from '../../core/http/app.js';
-import { hashingLoad } from '../../core/auth/password.js';
+import { hashingLoad, MAX_WAITING_HASHES, verifyPassword } from '../../core/auth/password.js';
 import {
   REPO_ROOT, decodeJwtPayload, expectError, expectFetchError, multipart, pngOfSize, signJwt, tamperSignature,
   tinyGif, tinyJpeg, tinyPng, tinyWebp, b64url,
@@ -365,6 +365,26 @@ t.test('account API', async (t) => {
     t.ok(mostRunning <= 2, `at most two hashes at a time (${mostRunning})`);
     t.strictSame(statuses, new Array(burst).fill(401), 'every sign-in still answered');
     t.strictSame(hashingLoad(), { running: 0, waiting: 0 });
+  });
+
+  t.test('beyond MAX_WAITING_HASHES waiting password checks, another is refused at once', async (t) => {
+    // A cheap stored hash (scrypt N=1024): the queue is what is tested, not the hash.
+    const stored = `scrypt$1024$8$1$${Buffer.alloc(16, 1).toString('base64')}$${Buffer.alloc(32, 2).toString('base64')}`;
+    const started: Promise<unknown>[] = [];
+    for (;;) {
+      started.push(verifyPassword('guess', stored).then((ok) => ok, (err: unknown) => err));
+      if (hashingLoad().waiting === MAX_WAITING_HASHES) break;
+    }
+    const { running } = hashingLoad();
+    t.ok(running >= 1, `${running} running, ${MAX_WAITING_HASHES} waiting`);
+    const refused = await verifyPassword('guess', stored).then(() => undefined, (err: { statusCode?: number; headers?: Record<string, string>; message?: string }) => err);
+    t.equal(refused?.statusCode, 429, 'one more: 429');
+    t.equal(refused?.headers?.['retry-after'], '3', 'with Retry-After');
+    t.match(refused?.message, /try again/);
+    t.strictSame(await Promise.all(started), new Array(running + MAX_WAITING_HASHES).fill(false), 'every check already waiting still answered');
+    t.strictSame(hashingLoad(), { running: 0, waiting: 0 });
+    const res = await login(host, 'alice', 'alice-password');
+    t.equal(res.statusCode, 200, 'and sign-ins work again');
   });
 
   t.test('unknown routes: 404 {error}', async (t) => {
