@@ -60,7 +60,12 @@ interface GuideState {
   checkedAt: number;
   /** channel id → the guide channels feeding it, with their source's current generation. */
   mapping: Map<number, { sourceId: string; guideId: string; generation: number }[]>;
+  /** channel id → the icon of the guide channel feeding it, when that is a web URL. */
+  icons: Map<number, string>;
 }
+
+/** Guide channel icons used as channel logos: web URLs only (some guides give bare file names). */
+const WEB_URL = /^https?:\/\/\S+$/i;
 
 const DELETE_CHUNK = 20_000;
 const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
@@ -240,6 +245,31 @@ export class GuideStore {
     return mapping.length;
   }
 
+  /**
+   * channel id → the icon of the guide channel it is mapped to, as of the last second or so: the
+   * logo of a channel whose playlist gives none (many playlists have no tvg-logo, while their
+   * guide names an icon for every channel). The same map until the guide or the mapping changes.
+   */
+  async channelIcons(): Promise<ReadonlyMap<number, string>> {
+    return (await this.guideState()).icons;
+  }
+
+  private async iconsOf(mapping: GuideState['mapping']): Promise<Map<number, string>> {
+    const icons = new Map<number, string>();
+    if (!mapping.size) return icons;
+    // Every current guide channel with an icon, matched here: one pass, whatever the database plans for a join.
+    const rows = await this.knex('livetv_guide_channels as g')
+      .join('livetv_guide_sources as s', function () { this.on('s.id', 'g.source_id').andOn('s.generation', 'g.generation'); })
+      .whereNotNull('g.icon').select('g.source_id', 'g.guide_id', 'g.icon') as { source_id: string; guide_id: string; icon: string }[];
+    const iconOf = new Map<string, string>();
+    for (const r of rows) if (WEB_URL.test(r.icon)) iconOf.set(`${r.source_id}\n${r.guide_id}`, r.icon);
+    for (const [channelId, refs] of mapping) {
+      const icon = refs.map((r) => iconOf.get(`${r.sourceId}\n${r.guideId}`)).find((i) => i !== undefined);
+      if (icon) icons.set(channelId, icon);
+    }
+    return icons;
+  }
+
   /** Which channels have guide data (are mapped to a guide channel), as of the last second or so. */
   async guided(): Promise<{ has(channelId: number): boolean }> {
     return (await this.guideState()).mapping;
@@ -324,7 +354,7 @@ export class GuideStore {
           if (!refs) mapping.set(r.channel_id, (refs = []));
           refs.push({ sourceId: r.source_id, guideId: r.guide_id, generation: Number(r.generation) });
         }
-        const fresh: GuideState = { key, checkedAt: Date.now(), mapping };
+        const fresh: GuideState = { key, checkedAt: Date.now(), mapping, icons: await this.iconsOf(mapping) };
         if (epoch !== this.epoch) return { ...fresh, checkedAt: 0 }; // invalidated meanwhile: use once, keep nothing
         this.buckets.clear();
         this.bucketBytes = 0;

@@ -17,7 +17,7 @@ const ChannelSchema = Type.Object({
   name: Type.String(),
   tvg_chno: Type.String({ description: 'Channel number; assigned when the playlist has none' }),
   favorited: Type.Boolean(),
-  logo: Type.Union([Type.String(), Type.Null()]),
+  logo: Type.Union([Type.String(), Type.Null()], { description: "The playlist's tvg-logo, else the icon (an http(s) URL) of the guide channel it is mapped to" }),
   category: Type.Union([Type.String(), Type.Null()], { description: 'The first group of the channel' }),
   tvg_id: Type.Union([Type.String(), Type.Null()]),
   source: Type.String({ description: 'Name of the tuner (playlist) the channel comes from' }),
@@ -161,6 +161,7 @@ async function* guidePieces(
   guide: GuideStore, page: Channel[], head: string, size: number, from?: number, to?: number,
 ): AsyncGenerator<string> {
   const guided = await guide.guided();
+  const icons = await guide.channelIcons();
   let text = head;
   for (let start = 0; start < page.length;) {
     const ids: number[] = [];
@@ -169,7 +170,7 @@ async function* guidePieces(
     const programs = ids.length ? await guide.programsJsonFor(ids, from, to) : undefined;
     for (let i = start; i < end; i++) {
       const c = page[i];
-      text += `${i === 0 ? '' : ','}{"id":${c.id},"name":${JSON.stringify(c.name)},"tvg_chno":${JSON.stringify(c.number)},"logo":${JSON.stringify(c.logo ?? null)},"programs":[${programs?.get(c.id) ?? ''}]}`;
+      text += `${i === 0 ? '' : ','}{"id":${c.id},"name":${JSON.stringify(c.name)},"tvg_chno":${JSON.stringify(c.number)},"logo":${JSON.stringify(c.logo ?? icons.get(c.id) ?? null)},"programs":[${programs?.get(c.id) ?? ''}]}`;
     }
     start = end;
     if (start < page.length) {
@@ -183,8 +184,8 @@ async function* guidePieces(
 export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service: LiveTvService; favorites: Favorites; registry: LiveTvRegistry }): void {
   const { auth, service, favorites, registry } = deps;
   const tunerName = (id: string) => registry.tuners.get(id)?.name ?? id;
-  const view = (c: Channel, favs: ReadonlySet<number>) => ({
-    id: c.id, name: c.name, tvg_chno: c.number, favorited: favs.has(c.id), logo: c.logo,
+  const view = (c: Channel, favs: ReadonlySet<number>, icons: ReadonlyMap<number, string>) => ({
+    id: c.id, name: c.name, tvg_chno: c.number, favorited: favs.has(c.id), logo: c.logo ?? icons.get(c.id) ?? null,
     category: c.groups[0] ?? null, tvg_id: c.tvgId, source: tunerName(c.tunerId),
   });
   const inCategory = (category: string | undefined) => {
@@ -194,18 +195,18 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
   };
 
   // The full list is large (10,000 channels: 1.8 MB) and the same for everyone but for `favorited`:
-  // it is serialized once per snapshot and category, with every channel not favorited, and each
-  // request patches its user's favorites in. The bytes are those of the schema's serializer.
-  const listings = new WeakMap<ChannelSnapshot, Map<string, ChannelListing>>();
-  const listing = (snapshot: ChannelSnapshot, category: string | undefined): ChannelListing => {
-    let byCategory = listings.get(snapshot);
-    if (!byCategory) listings.set(snapshot, (byCategory = new Map()));
+  // it is serialized once per snapshot, guide icons and category, with every channel not favorited,
+  // and each request patches its user's favorites in. The bytes are those of the schema's serializer.
+  const listings = new WeakMap<ChannelSnapshot, { icons: ReadonlyMap<number, string>; byCategory: Map<string, ChannelListing> }>();
+  const listing = (snapshot: ChannelSnapshot, icons: ReadonlyMap<number, string>, category: string | undefined): ChannelListing => {
+    let cached = listings.get(snapshot);
+    if (cached?.icons !== icons) listings.set(snapshot, (cached = { icons, byCategory: new Map() }));
     const key = category === undefined ? '*' : `=${fold(category)}`;
-    let found = byCategory.get(key);
+    let found = cached.byCategory.get(key);
     if (!found) {
-      if (byCategory.size >= MAX_CACHED_LISTINGS) byCategory.clear();
-      found = serializeChannels(snapshot.channels.filter(inCategory(category)).map((c) => view(c, NO_FAVORITES)));
-      byCategory.set(key, found);
+      if (cached.byCategory.size >= MAX_CACHED_LISTINGS) cached.byCategory.clear();
+      found = serializeChannels(snapshot.channels.filter(inCategory(category)).map((c) => view(c, NO_FAVORITES, icons)));
+      cached.byCategory.set(key, found);
     }
     return found;
   };
@@ -220,7 +221,7 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     const user = auth.requireUser(request);
     const { category } = request.query as { category?: string };
     const favs = favorites.of(user.id);
-    const found = listing(await service.channels.current(), category);
+    const found = listing(await service.channels.current(), await service.guide.channelIcons(), category);
     const served = withFavorites(found, favs);
     reply.header('content-type', 'application/json; charset=utf-8').header('vary', 'accept-encoding');
     // Large lists are sent gzipped to clients that take it (browsers, ExoPlayer/OkHttp, AVPlayer do).
@@ -242,7 +243,8 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     if (!q) throw errors.badRequest('q must not be empty');
     const favs = favorites.of(user.id);
     const { channels } = await service.channels.current();
-    return { channels: (await searchChannels(channels, q)).map((c) => view(c, favs)) };
+    const icons = await service.guide.channelIcons();
+    return { channels: (await searchChannels(channels, q)).map((c) => view(c, favs, icons)) };
   });
 
   http.get('/channel/categories', {

@@ -46,7 +46,7 @@ export function m3u(entries: PlaylistEntry[], eol = '\n'): string {
   return lines.join(eol) + eol;
 }
 
-export interface GuideChannelDef { id: string; names: string[] }
+export interface GuideChannelDef { id: string; names: string[]; icon?: string }
 export interface GuideProgrammeDef {
   channel: string;
   start: string;
@@ -60,7 +60,8 @@ export interface GuideProgrammeDef {
 export function xmltv(channels: GuideChannelDef[], programmes: GuideProgrammeDef[], prolog = '<?xml version="1.0" encoding="UTF-8"?>\n'): string {
   const out = [prolog + '<tv generator-info-name="antenna-tests">'];
   for (const c of channels) {
-    out.push(`  <channel id="${c.id}">${c.names.map((n) => `<display-name>${n}</display-name>`).join('')}</channel>`);
+    const icon = c.icon === undefined ? '' : `<icon src="${c.icon}"/>`;
+    out.push(`  <channel id="${c.id}">${c.names.map((n) => `<display-name>${n}</display-name>`).join('')}${icon}</channel>`);
   }
   for (const p of programmes) {
     const stop = p.stop === undefined ? '' : ` stop="${p.stop}"`;
@@ -180,7 +181,7 @@ export async function getJson(host: TestHost, url: string, token = host.adminTok
 
 export interface ChannelView { id: number; name: string; tvg_chno: string; favorited: boolean; logo: string | null; category: string | null; tvg_id: string | null; source: string }
 export interface ProgramView { id: number; title: string; start: string; stop: string }
-export interface GuideEntry { id: number; name: string; tvg_chno: string; programs: ProgramView[] }
+export interface GuideEntry { id: number; name: string; tvg_chno: string; logo: string | null; programs: ProgramView[] }
 
 export async function channels(host: TestHost, query = '', token?: string): Promise<ChannelView[]> {
   const { status, body } = await getJson(host, `/channels${query}`, token);

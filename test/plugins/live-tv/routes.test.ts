@@ -5,13 +5,14 @@
 import 'reflect-metadata';
 import t from 'tap';
 import http from 'node:http';
+import { writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import type { TestHost } from '../../../sdk/testing.js';
 import type { Channel } from '../../../plugins/live-tv/channel-store.js';
 import { searchChannels } from '../../../plugins/live-tv/routes.js';
 import { expectError } from '../../helpers/http.js';
 import {
-  bearer, channels, getJson, guide, ISO_Z, m3u, startHost, tempDir, write, xmltv, xt, type ChannelView, type GuideEntry, type ProgramView,
+  bearer, channels, getJson, guide, ISO_Z, m3u, refresh, startHost, tempDir, write, xmltv, xt, type ChannelView, type GuideEntry, type ProgramView,
 } from './fixtures.js';
 
 const PLAYLIST = m3u([
@@ -323,6 +324,42 @@ t.test('live-tv routes', async (t) => {
     }
     t.strictSame((await getJson(host, '/me')).body.user.favorites, [id('Télé Matin')], 'unauthenticated calls changed nothing');
   });
+});
+
+t.test('a channel without a tvg-logo takes the icon of its guide channel', async (t) => {
+  const dir = await tempDir(t);
+  const playlist = m3u([
+    { name: 'No Logo', tvgId: 'nologo.tv', chno: '1', url: 'http://streams.invalid/1' },
+    { name: 'Own Logo', tvgId: 'own.tv', chno: '2', logo: 'http://logos.invalid/own.png', url: 'http://streams.invalid/2' },
+    { name: 'Bare Icon', tvgId: 'bare.tv', chno: '3', url: 'http://streams.invalid/3' },
+    { name: 'By Name', chno: '4', url: 'http://streams.invalid/4' },
+    { name: 'No Guide', chno: '5', url: 'http://streams.invalid/5' },
+  ]);
+  const guideXml = (nologoIcon: string) => xmltv([
+    { id: 'nologo.tv', names: ['Something Else'], icon: nologoIcon },
+    { id: 'own.tv', names: ['Own Logo'], icon: 'https://guide.invalid/own.png' },
+    { id: 'bare.tv', names: ['Bare Icon'], icon: 'Logo_UK_RT_2667' },
+    { id: 'byname.tv', names: ['By Name'], icon: 'https://guide.invalid/byname.png' },
+  ], []);
+  const guideFile = await write(dir, 'guide.xml', guideXml('https://guide.invalid/nologo.png'));
+  const host = await startHost(t, {
+    playlists: [{ name: 'Logos', url: await write(dir, 'logos.m3u', playlist) }],
+    guides: [{ name: 'Icons', url: guideFile }],
+  });
+  const logos = async (path = '') => Object.fromEntries((await channels(host, path)).map((c) => [c.name, c.logo]));
+  const expected = {
+    'No Logo': 'https://guide.invalid/nologo.png', 'Own Logo': 'http://logos.invalid/own.png', 'Bare Icon': null,
+    'By Name': 'https://guide.invalid/byname.png', 'No Guide': null,
+  };
+  t.strictSame(await logos(), expected, "the guide's icon when the playlist has no logo; the playlist's own first; web URLs only");
+  const found = (await getJson(host, '/channels/search?q=no')).body.channels as ChannelView[];
+  t.strictSame(Object.fromEntries(found.map((c) => [c.name, c.logo])), { 'No Logo': 'https://guide.invalid/nologo.png', 'No Guide': null }, 'search results too');
+  const g = await guide(host);
+  t.strictSame(Object.fromEntries(g.channels.map((c: GuideEntry) => [c.name, c.logo])), expected, '/programs too');
+
+  await writeFile(guideFile, guideXml('https://guide.invalid/nologo-v2.png'));
+  await refresh(host);
+  t.equal((await logos())['No Logo'], 'https://guide.invalid/nologo-v2.png', 'a guide import that changes the icon shows at once');
 });
 
 t.test('GET /channels: a large list is sent gzipped to clients that take it, with the caller\'s favorites', async (t) => {
