@@ -19,7 +19,11 @@ export interface SourceOptions {
   signal?: AbortSignal;
   /** Relative paths are resolved against this directory (the config file's). */
   baseDir?: string;
-  /** Give up when the server has not answered within this time (default 30 s). */
+  /**
+   * Give up when the server has not answered within this time, or sends nothing for this long
+   * while its bytes are wanted (default 30 s). A download that keeps going is never cut, however
+   * long it takes (a 300 MB guide over a slow link).
+   */
   timeoutMs?: number;
   userAgent?: string;
 }
@@ -27,31 +31,55 @@ export interface SourceOptions {
 /**
  * Opens a playlist or guide given as a local path, a file:// URL or an
  * http(s) URL, as a byte stream. Failures (missing file, DNS, refused
- * connection, HTTP errors, timeouts) throw a 502 AppError with a message that
- * names the source, never a hang.
+ * connection, HTTP errors, a server that stops answering) throw a 502 AppError
+ * with a message that names the source, never a hang.
  */
 export async function openSource(location: string, options: SourceOptions = {}): Promise<OpenedSource> {
   const { signal, baseDir = process.cwd(), timeoutMs = 30_000 } = options;
   if (/^https?:\/\//i.test(location)) {
-    const timeout = AbortSignal.timeout(timeoutMs);
+    // Not AbortSignal.timeout: fetch's signal also governs the body, so a timeout for the whole
+    // request cut every download that took longer (a 300 MB guide at 50 Mbit/s takes 48 s).
+    const stalled = new AbortController();
+    let timer = setTimeout(() => stalled.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     let res: Response;
     try {
       res = await fetch(location, {
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        signal: signal ? AbortSignal.any([signal, stalled.signal]) : stalled.signal,
         headers: { 'user-agent': options.userAgent ?? 'Antenna', accept: '*/*' },
         redirect: 'follow',
       });
     } catch (err) {
       signal?.throwIfAborted();
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw errors.badGateway(`cannot fetch ${redact(location)}: ${timeout.aborted ? `no answer within ${timeoutMs} ms` : cause?.code ?? cause?.message ?? (err as Error).message}`);
+      throw errors.badGateway(`cannot fetch ${redact(location)}: ${stalled.signal.aborted ? (stalled.signal.reason as Error).message : cause?.code ?? cause?.message ?? (err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
     }
     if (!res.ok || !res.body) {
       await res.body?.cancel().catch(() => {});
       throw errors.badGateway(`cannot fetch ${redact(location)}: HTTP ${res.status}`);
     }
+    // The body, read through a stream whose pull runs only while its reader wants bytes: the clock
+    // runs while waiting for the server, not while the parser (or the database behind it) is busy.
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        timer = setTimeout(() => stalled.abort(new Error(`no data for ${timeoutMs} ms`)), timeoutMs);
+        try {
+          const r = await reader.read();
+          if (r.done) controller.close();
+          else controller.enqueue(r.value);
+        } catch (err) {
+          // The server went quiet: say so, not "This operation was aborted".
+          throw stalled.signal.aborted ? stalled.signal.reason : err;
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    }, { highWaterMark: 0 });
     const length = Number(res.headers.get('content-length'));
-    return { stream: Readable.fromWeb(res.body as any), size: Number.isFinite(length) && length > 0 ? length : undefined, url: res.url || location };
+    return { stream: Readable.fromWeb(body as any), size: Number.isFinite(length) && length > 0 ? length : undefined, url: res.url || location };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location) && !location.startsWith('file://')) {
     throw errors.badRequest(`unsupported source ${redact(location)}: expected a path, a file:// URL or an http(s) URL`);

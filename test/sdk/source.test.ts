@@ -3,11 +3,14 @@
  * the failures readSource reports, and readSource on top of it.
  */
 import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { readSource, streamSource } from '../../sdk/source.js';
+import { openSource, readSource, streamSource } from '../../sdk/source.js';
 
 async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -46,4 +49,40 @@ t.test('streamSource', async (t) => {
   await iterator.next();
   controller.abort(new Error('stopped'));
   await t.rejects(collect({ [Symbol.asyncIterator]: () => iterator }), { message: 'stopped' }, 'an abort ends the reading with the signal\'s reason');
+});
+
+t.test('an http(s) source: the timeout is for a server that stops answering, not for a long download', async (t) => {
+  const line = '#EXTINF:-1,Channel\nhttp://streams.invalid/1\n';
+  const server = http.createServer((req, res) => {
+    if (req.url === '/silent') return; // never answers
+    res.writeHead(200, { 'content-type': 'audio/x-mpegurl' });
+    if (req.url === '/trickle') { // 1.5 s in all, a line every 100 ms
+      let n = 0;
+      const timer = setInterval(() => { res.write(line); if (++n === 15) { clearInterval(timer); res.end(); } }, 100);
+      req.on('close', () => clearInterval(timer));
+    } else if (req.url === '/stalls') {
+      res.write(line.repeat(100)); // then nothing, connection open
+    } else {
+      res.end(line.repeat(50_000)); // 2 MB at once
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => { server.closeAllConnections(); server.close(); });
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const trickled = await collect((await streamSource(`${base}/trickle`, { timeoutMs: 1000 })).chunks);
+  t.equal(trickled.toString(), line.repeat(15), 'a download longer than the timeout, never quiet for that long, is read whole');
+
+  await t.rejects(collect((await streamSource(`${base}/stalls`, { timeoutMs: 500 })).chunks), { statusCode: 502, message: /stalls failed: no data for 500 ms/ }, 'a server that goes quiet mid-body: 502');
+  await t.rejects(streamSource(`${base}/silent`, { timeoutMs: 500 }), { statusCode: 502, message: /silent: no answer within 500 ms/ }, 'a server that never answers: 502');
+
+  // The clock runs while waiting for the server, not while the reader is busy (a parser, the database behind it).
+  const slow = await openSource(`${base}/all`, { timeoutMs: 300 });
+  let bytes = 0;
+  let pauses = 0;
+  for await (const chunk of slow.stream) {
+    bytes += (chunk as Buffer).length;
+    if (pauses++ < 3) await sleep(600);
+  }
+  t.equal(bytes, line.length * 50_000, 'a reader pausing longer than the timeout still gets every byte');
 });
