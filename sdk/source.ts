@@ -39,19 +39,19 @@ export async function openSource(location: string, options: SourceOptions = {}):
   if (/^https?:\/\//i.test(location)) {
     // Not AbortSignal.timeout: fetch's signal also governs the body, so a timeout for the whole
     // request cut every download that took longer (a 300 MB guide at 50 Mbit/s takes 48 s).
+    const { url, headers } = withoutCredentials(location);
+    headers['user-agent'] = options.userAgent ?? 'Antenna';
+    headers.accept = '*/*';
     const stalled = new AbortController();
     let timer = setTimeout(() => stalled.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     let res: Response;
     try {
-      res = await fetch(location, {
-        signal: signal ? AbortSignal.any([signal, stalled.signal]) : stalled.signal,
-        headers: { 'user-agent': options.userAgent ?? 'Antenna', accept: '*/*' },
-        redirect: 'follow',
-      });
+      res = await fetch(url, { signal: signal ? AbortSignal.any([signal, stalled.signal]) : stalled.signal, headers, redirect: 'follow' });
     } catch (err) {
       signal?.throwIfAborted();
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw errors.badGateway(`cannot fetch ${redact(location)}: ${stalled.signal.aborted ? (stalled.signal.reason as Error).message : cause?.code ?? cause?.message ?? (err as Error).message}`);
+      // fetch's own messages may quote the URL: redacted too.
+      throw errors.badGateway(`cannot fetch ${redact(location)}: ${redact(stalled.signal.aborted ? (stalled.signal.reason as Error).message : cause?.code ?? cause?.message ?? (err as Error).message)}`);
     } finally {
       clearTimeout(timer);
     }
@@ -153,7 +153,7 @@ async function* readChunks(opened: OpenedSource, location: string, maxBytes: num
     signal?.throwIfAborted();
     const code = (err as NodeJS.ErrnoException).code;
     if (gunzip && code?.startsWith('Z_')) throw errors.badGateway(`${redact(location)} is not valid gzip: ${(err as Error).message}`);
-    throw errors.badGateway(`reading ${redact(location)} failed: ${(err as Error).message}`);
+    throw errors.badGateway(`reading ${redact(location)} failed: ${redact((err as Error).message)}`);
   } finally {
     gunzip?.destroy();
     opened.stream.destroy();
@@ -166,6 +166,24 @@ export async function readSource(location: string, options: SourceOptions & { ma
   const chunks: Buffer[] = [];
   for await (const chunk of source.chunks) chunks.push(chunk);
   return { data: Buffer.concat(chunks), url: source.url };
+}
+
+/**
+ * `http://user:pass@host/…` as fetch takes it: the URL without its credentials, which fetch
+ * refuses, and them as Basic authorization (what curl, VLC and Kodi send for such a URL).
+ */
+function withoutCredentials(location: string): { url: string; headers: Record<string, string> } {
+  let url: URL;
+  try {
+    url = new URL(location);
+  } catch {
+    throw errors.badGateway(`cannot fetch ${redact(location)}: not a valid URL`);
+  }
+  if (!url.username && !url.password) return { url: location, headers: {} };
+  const decode = (part: string) => { try { return decodeURIComponent(part); } catch { return part; } };
+  const user = `${decode(url.username)}:${decode(url.password)}`;
+  url.username = url.password = '';
+  return { url: url.href, headers: { authorization: `Basic ${Buffer.from(user).toString('base64')}` } };
 }
 
 /** Credentials in source URLs never reach a log or an error message. */

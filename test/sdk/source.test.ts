@@ -55,6 +55,11 @@ t.test('an http(s) source: the timeout is for a server that stops answering, not
   const line = '#EXTINF:-1,Channel\nhttp://streams.invalid/1\n';
   const server = http.createServer((req, res) => {
     if (req.url === '/silent') return; // never answers
+    if (req.url === '/private.m3u') {
+      const ok = req.headers.authorization === `Basic ${Buffer.from('tv user:p@ss:word').toString('base64')}`;
+      res.writeHead(ok ? 200 : 401).end(ok ? line : 'who are you');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'audio/x-mpegurl' });
     if (req.url === '/trickle') { // 1.5 s in all, a line every 100 ms
       let n = 0;
@@ -69,6 +74,15 @@ t.test('an http(s) source: the timeout is for a server that stops answering, not
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => { server.closeAllConnections(); server.close(); });
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const port = (server.address() as AddressInfo).port;
+  const authorized = await collect((await streamSource(`http://tv%20user:p%40ss:word@127.0.0.1:${port}/private.m3u`)).chunks);
+  t.equal(authorized.toString(), line, 'user:password in the URL is sent as Basic authorization (fetch refuses such a URL)');
+  await t.rejects(streamSource(`http://tv%20user:wrong@127.0.0.1:${port}/private.m3u`), { statusCode: 502, message: /HTTP 401/ }, 'wrong credentials: 502 naming the status');
+  const closed = await new Promise<number>((resolve) => { const s = http.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as AddressInfo).port; s.close(() => resolve(p)); }); });
+  const refused = await streamSource(`http://tv:s3cret-pass@127.0.0.1:${closed}/x.m3u`).then(() => undefined, (err: Error) => err);
+  t.match(refused?.message, /cannot fetch http:\/\/\*\*\*@127\.0\.0\.1/, 'a failure names the source');
+  t.notMatch(refused?.message, /s3cret-pass/, 'without its password');
 
   const trickled = await collect((await streamSource(`${base}/trickle`, { timeoutMs: 1000 })).chunks);
   t.equal(trickled.toString(), line.repeat(15), 'a download longer than the timeout, never quiet for that long, is read whole');
