@@ -124,5 +124,14 @@ t.test('every real playlist and guide, through the plugins and the API', async (
       const first = c?.programs[0];
       t.strictSame(first && [first.title, first.start, first.stop], m.first, `${m.name} (${m.file} ${m.tvgId}): first programme`);
     }
+    // The mapped playlist has no tvg-logo: each channel shows its guide channel's <icon>, when that
+    // is a web URL (UK_Data's icons are bare names like "Logo_UK_RT_105"; some channels have none).
+    t.strictSame(Object.fromEntries(all.filter((c) => c.source === 'Mapped').map((c) => [c.name, c.logo])), {
+      'Mapped UK 134': null, 'Mapped UK 105': null,
+      'Mapped GR 29': 'https://www.digea.gr/images/channel-icons/BERGINA%20EPG.jpg',
+      'Mapped GR 84': 'https://www.digea.gr/images/channel-icons/NICKELODEON.png',
+      'Mapped Omsk': 'https://iptvx.one/picons/12-omsk.png', 'Mapped ANT1': 'https://i.imgur.com/DTfwJGM.png',
+      'Mapped Retro': 'https://i.imgur.com/PzEK6DI.png', 'Mapped FR3': null, 'Mapped Livre': null,
+    }, 'logos from the real guides\' channel icons');
   });
 });
