@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import {
-  coreServices, definePlugin, Duration, guidesExtensionPoint, openSource, parseDuration, Type,
+  coreServices, definePlugin, Duration, guidesExtensionPoint, openSource, parseDuration, redactUrl, Type,
   type GuideSource, type Static,
 } from 'antenna/sdk';
 import { parseXmltv } from './xmltv-parser.js';
@@ -30,7 +30,9 @@ const configSchema = Type.Object({
 type Config = Static<typeof configSchema>;
 
 function guideFor(source: Static<typeof SourceSchema>, config: Config, configDir: string, clock: { now(): number }): GuideSource {
-  const name = source.name ?? path.basename(source.url.split('?')[0]) ?? source.url;
+  // Unnamed: the file name, from the URL without its credentials (http://user:pass@host has no path).
+  const shown = redactUrl(source.url);
+  const name = source.name ?? (path.basename(shown.split('?')[0]!) || shown);
   return {
     id: `xmltv:${source.name ? source.name.replace(/[^\w.:@-]/g, '_') : createHash('sha1').update(source.url).digest('hex').slice(0, 12)}`,
     name,

@@ -301,13 +301,19 @@ t.test('a guide source on a closed port from the start, next to a good one', asy
   const port = await closedPort();
   const host = await startHost(t, {
     playlists: [{ name: 'IPTV', url: await write(dir, 'tv.m3u', m3u([{ name: 'News', tvgId: 'news.tv', chno: '1', url: 'http://streams.invalid/news' }])) }],
-    guides: [{ name: 'Gone', url: `http://127.0.0.1:${port}/guide.xml` }, { name: 'Local', url: await write(dir, 'guide.xml', GOOD_GUIDE('Local')) }],
+    guides: [
+      { name: 'Gone', url: `http://127.0.0.1:${port}/guide.xml` }, { name: 'Local', url: await write(dir, 'guide.xml', GOOD_GUIDE('Local')) },
+      { url: `http://epg:s3cret-pass@127.0.0.1:${port}` }, // unnamed, with credentials and no path
+    ],
   });
   t.strictSame((await guide(host)).channels[0]!.programs.map((p) => p.title), ['Local 1', 'Local 2'], 'the host starts and the good source is imported');
   const { error, lines } = await failingRefresh(host);
   t.match(error, /some sources failed/);
   t.match(lines.join('\n'), new RegExp(`guide xmltv:Gone: FAILED .*127\\.0\\.0\\.1:${port}`));
   t.match(lines.join('\n'), /guide xmltv:Local: 3 programmes/);
+  const sources = (await getJson(host, '/api/livetv/sources')).body.guides as { name: string }[];
+  t.ok(sources.some((s) => s.name === `***@127.0.0.1:${port}`), 'an unnamed source is named after its URL without the credentials');
+  t.notMatch(JSON.stringify(sources) + lines.join('\n'), /s3cret-pass/, 'its password is in neither the sources nor the output');
 });
 
 t.test('a playlist that fails to import leaves the previous channels intact', async (t) => {
