@@ -63,6 +63,12 @@ const MAX_WARNING_MESSAGES = 50;
 const SNIFF_BYTES = 1024;
 /** The root element must start within this many characters (bounds DOCTYPE/prolog memory). */
 const MAX_PROLOG_CHARS = 1 << 20;
+/**
+ * The longest text, attribute value, comment or name read. saxes gathers each whole before
+ * handing it over: one of 100 MB (a broken or hostile file) held 450 MB and went into the
+ * database as a description. Real guides stay far below (descriptions: a few thousand).
+ */
+const MAX_TEXT_CHARS = 1 << 20;
 
 /** Rejection for documents that are not usable XMLTV. */
 export class XmltvError extends Error {
@@ -461,6 +467,12 @@ class XmltvReader {
       if (this.prologChars > MAX_PROLOG_CHARS) {
         throw new XmltvError(`not an XMLTV document: no <tv> element in the first ${MAX_PROLOG_CHARS} characters`);
       }
+    }
+    // What saxes has gathered so far of the current text, attribute value or comment (`text`) and
+    // name (`name`): private fields of saxes 6, read (never written) after each piece.
+    const gathering = this.parser as unknown as { text: string; name: string };
+    if (gathering.text.length > MAX_TEXT_CHARS || gathering.name.length > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
+      throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
     }
     if (final) this.finish();
   }

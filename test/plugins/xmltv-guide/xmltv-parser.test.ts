@@ -671,6 +671,20 @@ t.test('refused documents', async (t) => {
 
   await t.resolves(parseText(tv(prog('channel="c" start="20250101100000" stop="20250101110000"'), '<?xml version="1.0"?>\n<!DOCTYPE tv SYSTEM "http://example.com/xmltv.dtd">\n')), 'DOCTYPE with a URL is fine');
 
+  // One text, attribute value or comment of megabytes (a broken or hostile file): saxes gathers each
+  // whole, so a 100 MB one held 450 MB and was stored as a description.
+  const at = 'channel="c" start="20250101100000" stop="20250101110000"';
+  const huge = 'x'.repeat(1_500_000);
+  for (const [what, inner] of [
+    ['a description', `<title>T</title><desc>${huge}</desc>`], ['a CDATA description', `<title>T</title><desc><![CDATA[${huge}]]></desc>`],
+    ['an attribute value', `<title>T</title><icon src="${huge}"/>`], ['a comment', `<title>T</title><!-- ${huge.replace(/x/g, '<')} -->`],
+    ['a description full of entities', `<title>T</title><desc>${'&amp;x'.repeat(800_000)}</desc>`],
+  ] as const) {
+    await t.rejects(parseText(tv(prog(at, inner))), { name: 'XmltvError', message: /longer than 1048576 characters/ }, `${what} of more than a million characters: refused`);
+  }
+  const long = 'y'.repeat(500_000);
+  t.equal((await parseText(tv(prog(at, `<title>T</title><desc>${long}</desc>`)))).programmes[0]!.description, long, 'a description of half a million characters is kept whole');
+
   const tvguide = bytes('nice-shot--tvguide.xml');
   await t.rejects(parseText(tvguide.subarray(0, 1_000_000)), { name: 'XmltvError', message: /truncated XMLTV document: the input ended inside <programme> before <\/tv>/ });
   await t.rejects(parseText(gzipSync(tvguide.subarray(0, 1_000_000))), /truncated/, 'truncated document in a complete gzip');
