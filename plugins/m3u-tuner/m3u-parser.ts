@@ -468,6 +468,12 @@ export function parseM3u(input: string | Buffer, options: M3uParseOptions = {}):
  * the bytes or text in any pieces, then end(). The result is the one parseM3u
  * gives for the whole input; only a line cut by a piece's end waits for the next.
  */
+/**
+ * The longest line read: real lines run to a few KB (a data: URI logo, tens of KB). A file with no
+ * line end for megabytes (binary data, a broken download) would otherwise be gathered whole.
+ */
+export const MAX_LINE_BYTES = 1 << 20;
+
 export class M3uParser {
   private readonly tokenizer: Tokenizer;
   private started = false;
@@ -475,6 +481,7 @@ export class M3uParser {
   private utf16 = false;
   /** The start of a line whose end has not arrived yet (bytes or text). */
   private pendingBytes: Buffer[] = [];
+  private pendingLength = 0;
   private pendingText: string[] = [];
 
   constructor(options: M3uStreamOptions = {}) {
@@ -525,6 +532,9 @@ export class M3uParser {
     const last = buf.lastIndexOf(LF);
     if (last < 0) {
       if (buf.length) this.pendingBytes.push(buf);
+      if ((this.pendingLength += buf.length) > MAX_LINE_BYTES) {
+        throw new Error(`not an M3U playlist: a line longer than ${MAX_LINE_BYTES} bytes`);
+      }
       return;
     }
     let bytes: Buffer;
@@ -532,6 +542,7 @@ export class M3uParser {
       this.pendingBytes.push(buf.subarray(0, last + 1));
       bytes = Buffer.concat(this.pendingBytes);
       this.pendingBytes = [];
+      this.pendingLength = 0;
     } else {
       bytes = buf.subarray(0, last + 1);
     }
@@ -552,7 +563,10 @@ export class M3uParser {
       if (start < text.length) this.tokenizer.run(start, text.length);
     }
     // A copy: a view would keep the whole chunk alive.
-    if (last + 1 < buf.length) this.pendingBytes.push(Buffer.from(buf.subarray(last + 1)));
+    if (last + 1 < buf.length) {
+      this.pendingBytes.push(Buffer.from(buf.subarray(last + 1)));
+      this.pendingLength = buf.length - last - 1;
+    }
   }
 
   /** Text: every complete line of it; a partial last line waits for the next piece. */

@@ -2,7 +2,7 @@ import t from 'tap';
 import childProcess from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { M3uParser, parseM3u, type M3uEntry, type M3uPlaylist } from '../../../plugins/m3u-tuner/m3u-parser.js';
+import { M3uParser, MAX_LINE_BYTES, parseM3u, type M3uEntry, type M3uPlaylist } from '../../../plugins/m3u-tuner/m3u-parser.js';
 import { realM3u } from '../../helpers/realdata.js';
 
 const read = (name: string): Buffer => readFileSync(realM3u(name));
@@ -608,6 +608,22 @@ t.test('bytes whose lines are ASCII and not, mixed: what the text gives', async 
   const repeated = parser.end().entries;
   t.equal(repeated.length, 150);
   t.strictSame(repeated.filter((e) => e.headers.referer).map((e) => e.url), Array(50).fill('http://h/1'), 'each suffix on its own URL, in every piece');
+});
+
+t.test('bytes with no line end for more than MAX_LINE_BYTES: refused, not gathered', async (t) => {
+  // A data: URI logo of 200 KB is a real (if rare) line, read whole.
+  const logo = `data:image/png;base64,${'A'.repeat(200_000)}`;
+  const ok = new M3uParser();
+  const big = Buffer.from(`#EXTM3U\n#EXTINF:-1 tvg-logo="${logo}",Big Logo\nhttp://h/1\n`);
+  for (let i = 0; i < big.length; i += 16_384) ok.write(big.subarray(i, i + 16_384));
+  t.equal(ok.end().entries[0]!.tvgLogo, logo, 'a line of 200 KB is kept');
+
+  const parser = new M3uParser();
+  parser.write(Buffer.from('#EXTM3U\n#EXTINF:-1 tvg-name="'));
+  const junk = Buffer.alloc(64 * 1024, 0x61);
+  let written = 0;
+  t.throws(() => { for (;;) { parser.write(junk); written += junk.length; } }, { message: `not an M3U playlist: a line longer than ${MAX_LINE_BYTES} bytes` });
+  t.ok(written <= MAX_LINE_BYTES, `refused once past the limit (${written} bytes taken)`);
 });
 
 t.test('linear time: 100k entries, and inputs that would make a per-line search quadratic', async (t) => {
