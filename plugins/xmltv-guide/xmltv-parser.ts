@@ -69,6 +69,13 @@ const MAX_PROLOG_CHARS = 1 << 20;
  * database as a description. Real guides stay far below (descriptions: a few thousand).
  */
 const MAX_TEXT_CHARS = 1 << 20;
+/**
+ * Categories kept per programme and display names per channel (real guides: a handful). Each new
+ * one is looked for among those kept: 100,000 in one programme made that quadratic.
+ */
+const MAX_LIST = 64;
+/** Guide channels at most (the largest real guides have tens of thousands): each holds state. */
+export const MAX_GUIDE_CHANNELS = 200_000;
 
 /** Rejection for documents that are not usable XMLTV. */
 export class XmltvError extends Error {
@@ -419,6 +426,8 @@ class XmltvReader {
   private readonly amp = new AmpRepair();
   private ampReported = 0;
 
+  /** Distinct channel ids seen, in <channel> elements and programmes' channel attributes. */
+  private channelIds = 0;
   programmes = 0;
   skipped = 0;
   warnings = 0;
@@ -653,20 +662,27 @@ class XmltvReader {
         break;
       case F_CATEGORY:
         if (this.categories === undefined) this.categories = [value];
-        else if (!this.categories.includes(value)) this.categories.push(value);
+        else if (this.categories.length < MAX_LIST && !this.categories.includes(value)) this.categories.push(value);
         break;
       case F_EPISODE:
         this.episodeNum = value;
         this.episodeRank = this.fieldRank;
         break;
       case F_DISPLAY_NAME:
-        this.cNames.push(value);
+        if (this.cNames.length < MAX_LIST) this.cNames.push(value);
         break;
       default:
     }
   }
 
   // ---- channels
+
+  /** A guide channel id not seen before (in a <channel> or a programme's channel attribute). */
+  private countChannel(): void {
+    if (++this.channelIds > MAX_GUIDE_CHANNELS) {
+      throw new XmltvError(`refusing XMLTV document: more than ${MAX_GUIDE_CHANNELS} channels`);
+    }
+  }
 
   private startChannel(tag: SaxesTagPlain): void {
     this.section = SECTION_CHANNEL;
@@ -684,6 +700,7 @@ class XmltvReader {
     }
     const existing = this.channels.get(id);
     if (existing === undefined) {
+      if (!this.states.has(id)) this.countChannel();
       const channel: GuideChannel = { id, displayNames: this.cNames };
       if (this.cIcon !== undefined) channel.icon = this.cIcon;
       this.channels.set(channel.id, channel);
@@ -692,7 +709,7 @@ class XmltvReader {
     }
     let changed = false;
     for (const n of this.cNames) {
-      if (!existing.displayNames.includes(n)) {
+      if (existing.displayNames.length < MAX_LIST && !existing.displayNames.includes(n)) {
         existing.displayNames.push(n);
         changed = true;
       }
@@ -751,6 +768,7 @@ class XmltvReader {
     let st = this.states.get(channel);
     if (st === undefined) {
       const id = copyTrim(channel);
+      if (!this.channels.has(id)) this.countChannel();
       st = { id, last: -Infinity, sorted: true, starts: [], hashes: [], index: undefined, pending: undefined };
       this.states.set(id, st);
     }

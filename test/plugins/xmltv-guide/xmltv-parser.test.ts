@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
-import { parseXmltv, parseXmltvTime, type XmltvParseOptions } from '../../../plugins/xmltv-guide/xmltv-parser.js';
+import { MAX_GUIDE_CHANNELS, parseXmltv, parseXmltvTime, type XmltvParseOptions } from '../../../plugins/xmltv-guide/xmltv-parser.js';
 import type { GuideChannel, GuideLoadResult, GuideProgramme, GuideSink } from '../../../sdk/livetv.js';
 import { REALDATA, realXmltv } from '../../helpers/realdata.js';
 
@@ -682,6 +682,20 @@ t.test('refused documents', async (t) => {
   ] as const) {
     await t.rejects(parseText(tv(prog(at, inner))), { name: 'XmltvError', message: /longer than 1048576 characters/ }, `${what} of more than a million characters: refused`);
   }
+  // Lists and channels a hostile guide could make huge: each new category or display name was looked
+  // for among the others (100,000 in one programme: quadratic), and every channel holds state.
+  const cats = Array.from({ length: 100_000 }, (_, i) => `<category>c${i}</category>`).join('');
+  const many = await parseText(tv(prog(at, `<title>T</title>${cats}`)));
+  t.strictSame(many.programmes[0]!.categories, Array.from({ length: 64 }, (_, i) => `c${i}`), '100,000 categories: the first 64 kept');
+  const names = Array.from({ length: 1000 }, (_, i) => `<display-name>N${i}</display-name>`).join('');
+  t.equal((await parseText(tv(`<channel id="c">${names}</channel>`))).channels[0]!.displayNames.length, 64, '1,000 display names: 64 kept');
+  const channelsXml = (n: number) => Array.from({ length: n }, (_, i) => `<channel id="c${i}"><display-name>C</display-name></channel>`).join('\n');
+  const progs = (n: number) => Array.from({ length: n }, (_, i) => `<programme channel="c${i}" start="20250101100000" stop="20250101110000"><title>T</title></programme>`).join('\n');
+  await t.rejects(parseText(tv(channelsXml(MAX_GUIDE_CHANNELS + 1))), { name: 'XmltvError', message: /more than 200000 channels/ }, 'one channel too many: refused');
+  await t.rejects(parseText(tv(channelsXml(100_000) + progs(0) + '\n' + progs(MAX_GUIDE_CHANNELS + 1).replace(/channel="c/g, 'channel="p'))), { message: /more than 200000 channels/ }, 'channels seen only in programmes count too');
+  const full = await parseText(tv(channelsXml(120_000) + '\n' + progs(120_000)));
+  t.equal(full.channels.length, 120_000, '120,000 channels, each with a programme: a channel counts once');
+
   const long = 'y'.repeat(500_000);
   t.equal((await parseText(tv(prog(at, `<title>T</title><desc>${long}</desc>`)))).programmes[0]!.description, long, 'a description of half a million characters is kept whole');
 
