@@ -50,6 +50,16 @@ export function streamInput(url: string, headers: Record<string, string>, fallba
 }
 
 /**
+ * A NUL among the first bytes, without a UTF-16 byte order mark: a video stream, an image or an
+ * archive, not a playlist. (A stream URL given as the playlist would otherwise be read to the
+ * 512 MiB limit before failing; an MPEG-TS, MP4 or PNG has a NUL within its first bytes.)
+ */
+function looksBinary(first: Buffer): boolean {
+  const utf16 = first.length >= 2 && ((first[0] === 0xff && first[1] === 0xfe) || (first[0] === 0xfe && first[1] === 0xff));
+  return !utf16 && first.subarray(0, 64).includes(0);
+}
+
+/**
  * The playlist's channels, parsed as the bytes arrive and yielded as soon as
  * each piece of it is parsed (the channels of a piece together): neither the
  * file nor its channels are ever held whole.
@@ -69,6 +79,7 @@ async function* readPlaylist(
   let bytes = 0;
   let reported = 0;
   for await (const chunk of chunks) {
+    if (bytes === 0 && looksBinary(chunk)) throw errors.badGateway(`${source.name} is not an M3U playlist (binary data)`);
     if (head.length < 64) head = Buffer.concat([head, chunk.subarray(0, 64 - head.length)]);
     for (let i = 0; i < chunk.length; i += PARSE_SLICE) {
       parser.write(chunk.subarray(i, i + PARSE_SLICE));

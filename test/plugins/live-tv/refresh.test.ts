@@ -341,12 +341,21 @@ t.test('a playlist that fails to import leaves the previous channels intact', as
     ['a JSON document', () => server.routes.set('/tv.m3u', { body: '{"channels": []}', type: 'application/json' })],
     ['HTTP 404', () => server.routes.delete('/tv.m3u')],
     ['HTTP 403', () => server.routes.set('/tv.m3u', (_req, res) => { res.writeHead(403).end('forbidden'); })],
+    // A live stream's URL given as the playlist: MPEG-TS packets (a NUL in the first bytes) without end.
+    ['an endless MPEG-TS stream', () => server.routes.set('/tv.m3u', (req, res) => {
+      res.writeHead(200, { 'content-type': 'video/mp2t' });
+      const packet = Buffer.alloc(188 * 64, 0xff);
+      for (let i = 0; i < packet.length; i += 188) packet.set([0x47, 0x40, 0x00, 0x10], i);
+      const timer = setInterval(() => res.write(packet), 5);
+      req.on('close', () => clearInterval(timer));
+    })],
   ];
   for (const [what, breakIt] of cases) {
     breakIt();
     const { error, lines } = await failingRefresh(host);
     t.match(error, /some sources failed/, `${what}: the command fails`);
     t.match(lines.join('\n'), /tuner m3u:Main: FAILED .*\(previous channels kept\)/, `${what}: and names the playlist`);
+    if (what.includes('MPEG-TS')) t.match(lines.join('\n'), /Main is not an M3U playlist \(binary data\)/, `${what}: told at once`);
     t.match(lines.join('\n'), /tuner m3u:Other: 1 channels/, `${what}: the other playlist still imports`);
     t.strictSame(await channels(host), goodChannels, `${what}: channels, ids, numbers and favorites intact`);
     t.strictSame(await guide(host), goodGuide, `${what}: the guide still maps to them`);
