@@ -69,6 +69,9 @@ const MAX_PROLOG_CHARS = 1 << 20;
  * database as a description. Real guides stay far below (descriptions: a few thousand).
  */
 const MAX_TEXT_CHARS = 1 << 20;
+/** Attributes of one element, and elements open at once (XMLTV: a few, four deep); saxes holds both until the tag ends. */
+const MAX_ATTRIBUTES = 1000;
+const MAX_DEPTH = 1000;
 /**
  * Categories kept per programme and display names per channel (real guides: a handful). Each new
  * one is looked for among those kept: 100,000 in one programme made that quadratic.
@@ -477,11 +480,15 @@ class XmltvReader {
         throw new XmltvError(`not an XMLTV document: no <tv> element in the first ${MAX_PROLOG_CHARS} characters`);
       }
     }
-    // What saxes has gathered so far of the current text, attribute value or comment (`text`) and
-    // name (`name`): private fields of saxes 6, read (never written) after each piece.
-    const gathering = this.parser as unknown as { text: string; name: string };
+    // What saxes has gathered so far of the current text, attribute value or comment (`text`), name
+    // (`name`), attributes of an unfinished tag (`attribList`) and open elements (`tags`): private
+    // fields of saxes 6, read (never written) after each piece, so none grows past one piece's worth.
+    const gathering = this.parser as unknown as { text: string; name: string; attribList: unknown[]; tags: unknown[] };
     if (gathering.text.length > MAX_TEXT_CHARS || gathering.name.length > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
       throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
+    }
+    if (gathering.attribList.length > MAX_ATTRIBUTES || gathering.tags.length > MAX_DEPTH) {
+      throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes, or more than ${MAX_DEPTH} elements open at once`);
     }
     if (final) this.finish();
   }

@@ -682,6 +682,10 @@ t.test('refused documents', async (t) => {
   ] as const) {
     await t.rejects(parseText(tv(prog(at, inner))), { name: 'XmltvError', message: /longer than 1048576 characters/ }, `${what} of more than a million characters: refused`);
   }
+  const attrs = Array.from({ length: 200_000 }, (_, i) => `a${i}="1"`).join(' ');
+  await t.rejects(parseText(tv(`<programme ${at} ${attrs}><title>T</title></programme>`)), { name: 'XmltvError', message: /more than 1000 attributes/ }, '200,000 attributes on one element: refused');
+  await t.rejects(parseText(tv(prog(at, `<title>T</title>${'<x>'.repeat(100_000)}`))), { name: 'XmltvError', message: /more than 1000 elements open/ }, '100,000 nested elements: refused');
+
   // Lists and channels a hostile guide could make huge: each new category or display name was looked
   // for among the others (100,000 in one programme: quadratic), and every channel holds state.
   const cats = Array.from({ length: 100_000 }, (_, i) => `<category>c${i}</category>`).join('');
