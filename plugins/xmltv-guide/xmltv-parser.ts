@@ -483,11 +483,12 @@ class XmltvReader {
     // What saxes has gathered so far of the current text, attribute value or comment (`text`), name
     // (`name`), attributes of an unfinished tag (`attribList`) and open elements (`tags`): private
     // fields of saxes 6, read (never written) after each piece, so none grows past one piece's worth.
-    const gathering = this.parser as unknown as { text: string; name: string; attribList: unknown[]; tags: unknown[] };
-    if (gathering.text.length > MAX_TEXT_CHARS || gathering.name.length > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
+    // (Optional: were a later saxes to rename them, imports would go on, and the tests of these limits fail.)
+    const gathering = this.parser as unknown as { text?: string; name?: string; attribList?: unknown[]; tags?: unknown[] };
+    if ((gathering.text?.length ?? 0) > MAX_TEXT_CHARS || (gathering.name?.length ?? 0) > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
       throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
     }
-    if (gathering.attribList.length > MAX_ATTRIBUTES || gathering.tags.length > MAX_DEPTH) {
+    if ((gathering.attribList?.length ?? 0) > MAX_ATTRIBUTES || (gathering.tags?.length ?? 0) > MAX_DEPTH) {
       throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes, or more than ${MAX_DEPTH} elements open at once`);
     }
     if (final) this.finish();
