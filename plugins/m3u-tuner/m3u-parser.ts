@@ -464,16 +464,18 @@ export function parseM3u(input: string | Buffer, options: M3uParseOptions = {}):
 }
 
 /**
- * The same parser fed piece by piece (a playlist as it is downloaded): write()
- * the bytes or text in any pieces, then end(). The result is the one parseM3u
- * gives for the whole input; only a line cut by a piece's end waits for the next.
- */
-/**
- * The longest line read: real lines run to a few KB (a data: URI logo, tens of KB). A file with no
- * line end for megabytes (binary data, a broken download) would otherwise be gathered whole.
+ * The longest line gathered from pieces: real lines run to a few KB (a data: URI logo, tens of
+ * KB). A download with no line end for megabytes (binary data, a broken file) would otherwise be
+ * gathered whole.
  */
 export const MAX_LINE_BYTES = 1 << 20;
 
+/**
+ * The same parser fed piece by piece (a playlist as it is downloaded): write()
+ * the bytes or text in any pieces, then end(). The result is the one parseM3u
+ * gives for the whole input; only a line cut by a piece's end waits for the next.
+ * write() throws when bytes without a line end, over several pieces, pass MAX_LINE_BYTES.
+ */
 export class M3uParser {
   private readonly tokenizer: Tokenizer;
   private started = false;
@@ -532,7 +534,8 @@ export class M3uParser {
     const last = buf.lastIndexOf(LF);
     if (last < 0) {
       if (buf.length) this.pendingBytes.push(buf);
-      if ((this.pendingLength += buf.length) > MAX_LINE_BYTES) {
+      // Over several pieces only: parseM3u's one piece is in memory already, and never throws.
+      if ((this.pendingLength += buf.length) > MAX_LINE_BYTES && this.pendingBytes.length > 1) {
         throw new Error(`not an M3U playlist: a line longer than ${MAX_LINE_BYTES} bytes`);
       }
       return;

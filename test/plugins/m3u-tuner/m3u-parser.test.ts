@@ -624,6 +624,7 @@ t.test('bytes with no line end for more than MAX_LINE_BYTES: refused, not gather
   let written = 0;
   t.throws(() => { for (;;) { parser.write(junk); written += junk.length; } }, { message: `not an M3U playlist: a line longer than ${MAX_LINE_BYTES} bytes` });
   t.ok(written <= MAX_LINE_BYTES, `refused once past the limit (${written} bytes taken)`);
+  t.strictSame(parseM3u(Buffer.alloc(2 * MAX_LINE_BYTES, 0x61)).entries, [], 'parseM3u, given the whole input at once, never throws');
 });
 
 t.test('linear time: 100k entries, and inputs that would make a per-line search quadratic', async (t) => {
