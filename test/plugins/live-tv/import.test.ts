@@ -291,3 +291,20 @@ t.test('a long playlist (more channels than the import copies at once): every ch
   t.equal(after[1]!.entries[100]![2], 'Renamed');
   t.ok(byName.has(entries[0]!.name) && (await channels(host)).some((c) => c.name === 'Renamed'), 'GET /channels shows the new name');
 });
+
+t.test('channels are listed by number: as numbers, then by number text, name and id; unnumbered by what is assigned', async (t) => {
+  const dir = await tempDir(t);
+  const entry = (name: string, chno?: string): PlaylistEntry => ({ name, chno, url: url(name) });
+  // Given in no particular order: decimals, a number written twice ("5" and "05"), two channels
+  // on one number, numbers that are not numbers ("BS101", "A1"), and one without a number.
+  const file = await write(dir, 'tv.m3u', m3u([
+    entry('Ten', '10'), entry('Five B', '5'), entry('BS', 'BS101'), entry('Two point one', '2.1'), entry('Zero five', '05'),
+    entry('Five A', '5'), entry('Two', '2'), entry('A one', 'A1'), entry('Unnumbered'), entry('Two point ten', '2.10'), entry('Twenty-two', '22'),
+  ]));
+  const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
+  const listed = await channels(host);
+  t.strictSame(listed.map((c) => `${c.tvg_chno} ${c.name}`), [
+    '2 Two', '2.1 Two point one', '2.10 Two point ten', '05 Zero five', '5 Five A', '5 Five B', '10 Ten', '22 Twenty-two',
+    '23 Unnumbered', 'A1 A one', 'BS101 BS',
+  ]);
+});
