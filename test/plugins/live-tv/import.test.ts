@@ -122,6 +122,13 @@ t.test('a channel number beyond counting (1e308) is kept as given; unnumbered ch
     { name: 'Two', chno: '2', url: url('two') }, E, { name: 'Golf', url: url('g') }]));
   const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
   t.strictSame((await channels(host)).map((c) => [c.name, c.tvg_chno]), [['Two', '2'], ['Echo', '3'], ['Golf', '4'], ['Huge', '1e308']]);
+
+  // Just below a billion: the numbers assigned pass over the given ones beyond it.
+  await write(dir, 'tv.m3u', m3u([{ name: 'Edge', chno: '999999999', url: url('edge') }, { name: 'Billion', chno: '1000000000', url: url('b0') },
+    { name: 'Billion one', chno: '1000000001', url: url('b1') }, { name: 'Unnumbered', url: url('u') }]));
+  await refresh(host);
+  t.strictSame((await channels(host)).map((c) => [c.name, c.tvg_chno]),
+    [['Edge', '999999999'], ['Billion', '1000000000'], ['Billion one', '1000000001'], ['Unnumbered', '1000000002']]);
 });
 
 t.test('a hidden channel keeps its id for keepHiddenChannels, a favorited one until it comes back', async (t) => {
