@@ -403,7 +403,8 @@ export class ChannelStore {
     const base = await this.latest(); // on an empty database, an empty one
     // This tuner's channels by key: what each listed channel is compared with.
     const stored = byKey(base.lists.get(tunerId));
-    const snapshotted = (key: string) => { const c = stored.get(key); return c instanceof StoredChannel ? c : undefined; };
+    // (Not asked when nothing is stored, as on a first import: a lookup flattens the key, a second copy.)
+    const snapshotted = (key: string) => { const c = stored.size ? stored.get(key) : undefined; return c instanceof StoredChannel ? c : undefined; };
     const groups = new GroupArrays();
 
     // The list is read before the transaction (a tuner may use the database while it yields), each
