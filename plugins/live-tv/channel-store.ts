@@ -224,34 +224,11 @@ function sameStored(before: Stored | undefined, c: StoredChannel, assigned = c.a
   return before instanceof StoredChannel && before.assigned === assigned && (before === c || before.sameContent(c));
 }
 
-const byNumberThenName = (a: Channel, b: Channel): number =>
-  a.number.localeCompare(b.number) || a.name.localeCompare(b.name) || a.id - b.id;
-
-/**
- * Channels in number order (numberSortKey), then by number text, name and id.
- * The distinct keys are sorted as a Float64Array (a native sort, no callback)
- * and only channels sharing a key are compared: most numbers are distinct, and
- * a comparator sort of 100,000 channels took 0.15-0.2 s of every first import.
- */
 function sortChannels(channels: Channel[]): Channel[] {
-  const byKey = new Map<number, Channel | Channel[]>();
-  for (const c of channels) {
-    const k = numberSortKey(c.number);
-    const same = byKey.get(k);
-    if (same === undefined) byKey.set(k, c);
-    else if (Array.isArray(same)) same.push(c);
-    else byKey.set(k, [same, c]);
-  }
-  const keys = new Float64Array(byKey.size);
-  let n = 0;
-  for (const k of byKey.keys()) keys[n++] = k;
-  keys.sort();
-  let i = 0;
-  for (const k of keys) {
-    const same = byKey.get(k)!;
-    if (!Array.isArray(same)) channels[i++] = same;
-    else for (const c of same.sort(byNumberThenName)) channels[i++] = c;
-  }
+  // numberSortKey once per channel, not twice per comparison.
+  const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
+  keyed.sort((a, b) => a.k - b.k || a.c.number.localeCompare(b.c.number) || a.c.name.localeCompare(b.c.name) || a.c.id - b.c.id);
+  for (let i = 0; i < keyed.length; i++) channels[i] = keyed[i].c;
   return channels;
 }
 
