@@ -561,9 +561,11 @@ function nextNumbers(taken: Iterable<string>): () => string {
 }
 
 /** The numbers of `channels` (given ones) and of `others`. */
-function* numbersInUse(channels: StoredChannel[], others: StoredChannel[]): Generator<string> {
-  for (const c of channels) if (c.given) yield c.given;
-  for (const c of others) if (c.number) yield c.number;
+function numbersInUse(channels: StoredChannel[], others: StoredChannel[]): string[] {
+  const numbers: string[] = [];
+  for (const c of channels) if (c.given) numbers.push(c.given);
+  for (const c of others) if (c.number) numbers.push(c.number);
+  return numbers;
 }
 
 /**
