@@ -574,7 +574,7 @@ function numbersInUse(channels: StoredChannel[], others: StoredChannel[]): strin
  * when that is still free, others get the next integers above every number in
  * use, so none collides with a given one. (The numbers in use are gathered
  * into a set only when some channel had one assigned: a first import of
- * 100,000 channels spent 60-70 ms on a set it never asked.)
+ * 100,000 channels spent 60-70 ms on a set it never looked in.)
  */
 function assignNumbers(channels: StoredChannel[], previous: Map<string, Stored>, others: StoredChannel[]): (string | null)[] {
   let taken: Set<string> | undefined;
