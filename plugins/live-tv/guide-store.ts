@@ -206,8 +206,8 @@ export class GuideStore {
     const bound = async (fn: 'min' | 'max') =>
       (await which(knex('livetv_programs').where({ source_id: sourceId }))[fn]({ g: 'generation' }).first())?.g as number | null | undefined;
     const low = await bound('min');
-    const high = await bound('max');
-    for (let generation = low ?? 0; low != null && high != null && generation <= high; generation++) {
+    const high = (await bound('max')) ?? -1; // none: no generation to go through
+    for (let generation = low ?? 0; generation <= high; generation++) {
       const at = { source_id: sourceId, generation };
       const guideIds = (await knex('livetv_guide_channels').where(at).select('guide_id')).map((r) => r.guide_id as string);
       for (let i = 0; i < guideIds.length; i += DELETE_CHANNELS) {
