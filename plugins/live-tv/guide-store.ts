@@ -1,7 +1,7 @@
-import crypto from 'node:crypto';
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
 import { insertRows, insertValues, isSqlite } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
+import { ProgramIds } from './program-id.js';
 import { fold } from './text.js';
 
 export interface Program {
@@ -17,17 +17,6 @@ export interface Program {
 }
 
 export interface StoredProgram { id: number; channelId: number; title: string; start: number; stop: number }
-
-/** Stable across refreshes: the same source, guide channel and start give the same id. 52 bits fit a JSON number. */
-export function programId(sourceId: string, guideId: string, start: number): number {
-  return Number.parseInt(sha1Hex(`${sourceId}\n${guideId}\n${start}`).slice(0, 13), 16);
-}
-
-// crypto.hash (Node >= 20.12) is the one-shot form: no Hash object per programme.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
-const sha1Hex: (text: string) => string = oneShot
-  ? (text) => oneShot('sha1', text, 'hex')
-  : (text) => crypto.createHash('sha1').update(text).digest('hex');
 
 const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon'];
 
@@ -130,11 +119,12 @@ export class GuideStore {
     // (on the main thread): import time is about max(read, store), not their sum. At most two
     // batches are held; a failed insert surfaces at the next batch or at the end.
     let storing: Promise<void> | undefined;
+    const ids = new ProgramIds(source.id);
     const write = async (batch: GuideProgramme[]) => {
       const rows = batch.map((p) => {
         if (!channels.has(p.channel)) channels.set(p.channel, { names: [] });
         return [ // PROGRAM_COLUMNS
-          programId(source.id, p.channel, p.start), source.id, generation, p.channel,
+          ids.id(p.channel, p.start), source.id, generation, p.channel,
           p.start, p.stop, p.title, p.subTitle ?? null, p.description ?? null,
           p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
         ];
