@@ -63,32 +63,104 @@ export async function insertValues(
   options: Omit<InsertOptions, 'columns'> = {},
 ): Promise<void> {
   if (!rows.length) return;
-  const cols = columns.map(quote).join(', ');
-  const tail = options.onConflict ? ' ' + options.onConflict : '';
-  if (isSqlite(knex)) {
-    // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
-    const sql = `INSERT INTO ${quote(table)} (${cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM jsonb_each(?) WHERE true${tail}`;
-    let textual: boolean[] | undefined;
-    for (let i = 0; i < rows.length; i += JSON_ROWS) {
-      const end = Math.min(rows.length, i + JSON_ROWS);
-      const found = scan(rows, i, end, columns.length);
-      let json: string | undefined;
-      if (found === SCAN_PLAIN) json = JSON.stringify(end - i === rows.length ? rows : rows.slice(i, end));
-      else if (found !== SCAN_UNFIT) {
-        // A safe integer beyond 32 bits, which node-sqlite3 binds as a REAL: the same in a
-        // column of numeric affinity, but a TEXT or BLOB column would store it differently.
-        textual ??= await textualColumns(knex, table, columns);
-        json = found.some((j) => textual![j]) ? encodeRows(rows, i, end, columns.length) : JSON.stringify(end - i === rows.length ? rows : rows.slice(i, end));
-      }
-      if (json !== undefined) await knex.raw(sql, [json]);
-      else await insertWithValues(knex, table, cols, columns.length, rows, i, end, options.maxVariables, tail);
-    }
-    return;
-  }
-  await insertWithValues(knex, table, cols, columns.length, rows, 0, rows.length, options.maxVariables, tail);
+  const inserter = new RowInserter(knex, table, columns, options);
+  await inserter.add(rows);
+  await inserter.flush();
 }
 
+/** Rows per statement on SQLite's JSON path (a few MB of JSON). */
 const JSON_ROWS = 10_000;
+
+/**
+ * insertValues for rows that arrive a few at a time (an import): add() them as they come,
+ * flush() at the end. They are stored in statements of up to `rowsPerStatement` rows, one
+ * statement being stored (SQLite works in libuv's pool) while the next rows are encoded, and
+ * add() waits while one is (so a reader feeding it slows down to what the database takes).
+ *
+ * On SQLite each add() encodes its rows into JSON at once: whatever they were made of can go
+ * while it is still in V8's young generation. (An XMLTV import handed over 2,000 programmes at a
+ * time, kept until their statement: they lived into the old generation, for mark-compacts to
+ * collect. 100 at a time, encoded at once, into statements of 2,000: a 650,000-programme import
+ * took 16.6 s instead of 19.7 s, means of interleaved runs, with a third less GC thread time.)
+ *
+ * A failed statement rejects the next add() or flush().
+ */
+export class RowInserter {
+  private readonly sqlite: boolean;
+  private readonly cols: string;
+  private readonly tail: string;
+  /** SQLite's JSON path: one statement for the rows' JSON. */
+  private readonly jsonInsert: string;
+  private readonly rowsPerStatement: number;
+  /** The JSON of rows added and not yet sent (each piece a comma-separated run of rows)… */
+  private pieces: string[] = [];
+  /** …or rows added and not yet sent that go by the VALUES path (PostgreSQL, or unfit for JSON); never both. */
+  private values: unknown[][] = [];
+  /** How many rows are waiting in either. */
+  private pending = 0;
+  private textual?: boolean[];
+  private storing?: Promise<void>;
+
+  constructor(
+    private readonly knex: Knex | Knex.Transaction, private readonly table: string, private readonly columns: string[],
+    private readonly options: Omit<InsertOptions, 'columns'> & { rowsPerStatement?: number } = {},
+  ) {
+    this.sqlite = isSqlite(knex);
+    this.cols = columns.map(quote).join(', ');
+    this.tail = options.onConflict ? ' ' + options.onConflict : '';
+    // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
+    this.jsonInsert = `INSERT INTO ${quote(table)} (${this.cols}) SELECT ${columns.map((_, j) => `value->>${j}`).join(', ')} FROM jsonb_each(?) WHERE true${this.tail}`;
+    this.rowsPerStatement = Math.max(1, options.rowsPerStatement ?? JSON_ROWS);
+  }
+
+  async add(rows: unknown[][]): Promise<void> {
+    const width = this.columns.length;
+    for (let i = 0; i < rows.length;) {
+      const end = Math.min(rows.length, i + this.rowsPerStatement - this.pending);
+      const found = this.sqlite ? scan(rows, i, end, width) : SCAN_UNFIT;
+      if (found === SCAN_UNFIT) {
+        if (this.pieces.length) await this.send();
+        for (let r = i; r < end; r++) this.values.push(rows[r]);
+      } else {
+        if (this.values.length) await this.send();
+        const slice = i === 0 && end === rows.length ? rows : rows.slice(i, end);
+        let json: string;
+        if (found === SCAN_PLAIN) json = JSON.stringify(slice);
+        else {
+          // A safe integer beyond 32 bits, which node-sqlite3 binds as a REAL: the same in a
+          // column of numeric affinity, but a TEXT or BLOB column would store it differently.
+          this.textual ??= await textualColumns(this.knex, this.table, this.columns);
+          json = found.some((j) => this.textual![j]) ? encodeRows(slice, 0, slice.length, width) : JSON.stringify(slice);
+        }
+        this.pieces.push(json.slice(1, -1));
+      }
+      this.pending += end - i;
+      i = end;
+      if (this.pending >= this.rowsPerStatement) await this.send();
+    }
+  }
+
+  /** Stores what is left; resolves when every row added is stored. */
+  async flush(): Promise<void> {
+    if (this.pending) await this.send();
+    const last = this.storing;
+    this.storing = undefined;
+    if (last) await last;
+  }
+
+  private async send(): Promise<void> {
+    const pieces = this.pieces;
+    const values = this.values;
+    this.pieces = [];
+    this.values = [];
+    this.pending = 0;
+    if (this.storing) await this.storing;
+    this.storing = pieces.length
+      ? this.knex.raw(this.jsonInsert, [`[${pieces.join(',')}]`]).then(() => {})
+      : insertWithValues(this.knex, this.table, this.cols, this.columns.length, values, 0, values.length, this.options.maxVariables, this.tail);
+    this.storing.catch(() => {}); // awaited by the next send() or flush(); not an unhandled rejection meanwhile
+  }
+}
 
 async function insertWithValues(
   knex: Knex | Knex.Transaction, table: string, cols: string, width: number, rows: unknown[][],

@@ -1,5 +1,5 @@
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
-import { insertRows, insertValues, isSqlite } from 'antenna/sdk';
+import { insertRows, isSqlite, RowInserter } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
 import { ProgramIds } from './program-id.js';
 import { fold } from './text.js';
@@ -59,6 +59,8 @@ const WEB_URL = /^https?:\/\/\S+$/i;
 /** Guide channels whose programmes one DELETE removes (~30,000 programmes for a 14-day guide). */
 const DELETE_CHANNELS = 100;
 const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
+/** Programmes per INSERT (~1 MB of JSON). Each is a commit, which writes the pages it changed to the WAL: few, large ones cost SQLite less. */
+const PROGRAMS_PER_STATEMENT = 2000;
 const MAX_WARNINGS_LOGGED = 20;
 
 /**
@@ -115,10 +117,10 @@ export class GuideStore {
 
     const channels = new Map<string, { names: string[]; icon?: string }>();
     let warnings = 0;
-    // One batch is stored (SQLite works in libuv's pool) while the source reads the next one
-    // (on the main thread): import time is about max(read, store), not their sum. At most two
-    // batches are held; a failed insert surfaces at the next batch or at the end.
-    let storing: Promise<void> | undefined;
+    // Programmes are stored (SQLite works in libuv's pool) while the source reads the next ones
+    // (on the main thread): import time is about max(read, store), not their sum. A failed
+    // insert surfaces at a later batch or at the end.
+    const programmes = new RowInserter(knex, 'livetv_programs', PROGRAM_COLUMNS, { rowsPerStatement: PROGRAMS_PER_STATEMENT });
     const ids = new ProgramIds(source.id);
     const write = async (batch: GuideProgramme[]) => {
       const rows = batch.map((p) => {
@@ -129,14 +131,7 @@ export class GuideStore {
           p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
         ];
       });
-      if (storing) await storing;
-      storing = insertValues(knex, 'livetv_programs', PROGRAM_COLUMNS, rows);
-      storing.catch(() => {}); // awaited later; not an unhandled rejection meanwhile
-    };
-    const stored = async () => {
-      const last = storing;
-      storing = undefined;
-      if (last) await last;
+      await programmes.add(rows);
     };
 
     let result: GuideLoadResult;
@@ -160,13 +155,13 @@ export class GuideStore {
           progress,
         },
       });
-      await stored();
+      await programmes.flush();
       signal.throwIfAborted();
       await insertRows(knex, 'livetv_guide_channels', [...channels].map(([guideId, c]) => ({
         source_id: source.id, generation, guide_id: guideId, names: JSON.stringify(c.names), icon: c.icon ?? null,
       })));
     } catch (err) {
-      await stored().catch(() => {});
+      await programmes.flush().catch(() => {});
       await this.deleteGenerations(source.id, (q) => q.where('generation', generation));
       throw err;
     }

@@ -49,14 +49,19 @@ export interface XmltvParseOptions {
   maxAgeMs?: number;
   /** ms, for tests. */
   now?: number;
-  /** Programmes per sink.programmes() call (default 2000). */
+  /** Programmes per sink.programmes() call (default 100). */
   batchSize?: number;
   /** When known, progress = bytes read / totalBytes (compressed bytes for gzip input). */
   totalBytes?: number;
 }
 
 const DEFAULT_MAX_AGE_MS = 24 * 3600 * 1000;
-const DEFAULT_BATCH_SIZE = 2000;
+/**
+ * Small: a batch is parsed while saxes makes most of the garbage, and what the batch holds lives
+ * until the sink has it. 2,000 programmes lived through young-generation collections into the old
+ * one (which then needed mark-compacts); the sink gathers batches into statements itself.
+ */
+const DEFAULT_BATCH_SIZE = 100;
 /** Warning messages sent to the sink; all are counted. */
 const MAX_WARNING_MESSAGES = 50;
 /** Bytes read before sniffing the encoding from the XML declaration. */

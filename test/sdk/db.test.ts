@@ -1,13 +1,15 @@
 /**
  * insertValues stores, on SQLite, exactly what binding the same values one row
- * at a time stores (its JSON path hands rows over as one text).
+ * at a time stores (its JSON path hands rows over as one text); RowInserter
+ * gathers rows added a few at a time into statements.
  */
 import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
-import { insertRows, insertValues } from '../../sdk/db.js';
+import { insertRows, insertValues, RowInserter } from '../../sdk/db.js';
+import { createTestHost } from '../../sdk/testing.js';
 
 t.test('insertValues on SQLite stores what binding stores', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-db-'));
@@ -41,4 +43,44 @@ t.test('insertValues on SQLite stores what binding stores', async (t) => {
   await insertRows(knex, 'json', [{ t: 2 ** 40, n: 2 ** 40 }]);
   await knex('bound').insert({ t: 2 ** 40, n: 2 ** 40 });
   t.strictSame((await read('json')).at(-1), (await read('bound')).at(-1), 'a safe integer beyond 32 bits');
+});
+
+t.test('RowInserter: rows added a few at a time are stored in order, in statements of up to rowsPerStatement', async (t) => {
+  // On the test host's database: SQLite, or PostgreSQL under test:pg (the VALUES path).
+  const host = await createTestHost();
+  t.teardown(() => host.close());
+  const knex = host.host.knex;
+  await knex.schema.createTable('inserted', (tb) => {
+    tb.increments('id');
+    tb.text('t').notNullable();
+    tb.bigInteger('n').nullable();
+    tb.double('f').nullable();
+  });
+  const statements: string[] = [];
+  const onQuery = (q: { sql: string }) => { if (/^insert/i.test(q.sql)) statements.push(q.sql); };
+  knex.on('query', onQuery);
+  t.teardown(() => { knex.off('query', onQuery); });
+
+  const inserter = new RowInserter(knex, 'inserted', ['t', 'n', 'f'], { rowsPerStatement: 20 });
+  const expected: unknown[][] = [];
+  for (let b = 0; b < 10; b++) {
+    const batch: unknown[][] = [];
+    for (let k = 0; k < 7; k++) {
+      const i = b * 7 + k;
+      // Batch 4 holds a fraction: JSON could round it otherwise than binding, so it goes by VALUES.
+      batch.push([`row ${i} "quoted" Ωμέγα`, i % 3 ? 2 ** 40 + i : null, b === 4 && k === 3 ? 0.1 + i : null]);
+    }
+    expected.push(...batch);
+    await inserter.add(batch);
+  }
+  await inserter.flush();
+  const stored = await knex('inserted').orderBy('id').select('t', 'n', 'f');
+  t.strictSame(stored.map((r) => [r.t, r.n === null ? null : Number(r.n), r.f === null ? null : Number(r.f)]), expected, 'every row, in the order added');
+  t.ok(statements.length >= 4 && statements.length <= 7, `70 rows in a few statements, not one per add() (${statements.length})`);
+
+  // A statement that fails rejects flush() (or a later add()): nothing is lost silently.
+  const failing = new RowInserter(knex, 'inserted', ['t', 'n', 'f'], { rowsPerStatement: 5 });
+  await failing.add([['fine', 1, null]]);
+  await failing.add([[null, 2, null]]); // t is NOT NULL
+  await t.rejects(failing.flush(), 'the failed insert surfaces');
 });
