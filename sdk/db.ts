@@ -81,7 +81,8 @@ const JSON_ROWS = 10_000;
  * while it is still in V8's young generation. (An XMLTV import handed over 2,000 programmes at a
  * time, kept until their statement: they lived into the old generation, for mark-compacts to
  * collect. 100 at a time, encoded at once, into statements of 2,000: a 650,000-programme import
- * took 16.6 s instead of 19.7 s, means of interleaved runs, with a third less GC thread time.)
+ * took 16.6 s instead of 19.7 s, means of interleaved runs; its other threads (V8's GC helpers,
+ * SQLite) used a third less CPU.)
  *
  * A failed statement rejects the next add() or flush().
  */
