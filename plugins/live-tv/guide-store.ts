@@ -174,7 +174,8 @@ export class GuideStore {
   }
 
   /**
-   * Deletes a source's programmes and guide channels of the generations `which` picks.
+   * Deletes a source's programmes and guide channels of the generations `which` picks: a range
+   * (`<`, `>`, `=`), as every generation from the lowest to the highest it picks goes.
    * SQLite: a generation at a time, the programmes of DELETE_CHANNELS guide channels per
    * statement (a few tens of ms each), so other queries get the connection in between; each
    * statement seeks the lookup index by (source_id, generation, guide_id). Chunks picked by a
