@@ -224,11 +224,55 @@ function sameStored(before: Stored | undefined, c: StoredChannel, assigned = c.a
   return before instanceof StoredChannel && before.assigned === assigned && (before === c || before.sameContent(c));
 }
 
-function sortChannels(channels: Channel[]): Channel[] {
-  // numberSortKey once per channel, not twice per comparison.
-  const keyed = channels.map((c) => ({ c, k: numberSortKey(c.number) }));
-  keyed.sort((a, b) => a.k - b.k || a.c.number.localeCompare(b.c.number) || a.c.name.localeCompare(b.c.name) || a.c.id - b.c.id);
-  for (let i = 0; i < keyed.length; i++) channels[i] = keyed[i].c;
+interface Keyed { c: Channel; k: number }
+
+/** Channels with the same sort key: by the number as written ("07" before "7"), the name, the id. */
+const sameKeyOrder = (a: Channel, b: Channel): number => a.number.localeCompare(b.number) || a.name.localeCompare(b.name) || a.id - b.id;
+const inChannelOrder = (a: Keyed, b: Keyed): number => a.k - b.k || sameKeyOrder(a.c, b.c);
+
+/**
+ * Channels in number order (by numberSortKey, then sameKeyOrder). Nearly every number is a whole
+ * one (given or assigned), and for those the key and the channel's place go into one double,
+ * sorted by Float64Array's native sort: a comparator called ~1.7 million times took 60-170 ms of a
+ * 100,000-channel import, while SQLite committed. Runs of equal keys ("7" and "07", a number two
+ * tuners give) are then put in order by the comparator, and the other channels ("22.1", "BS101",
+ * none, beyond 2^36) are sorted by it and merged in.
+ */
+export function sortChannels(channels: Channel[]): Channel[] {
+  const n = channels.length;
+  const bits = Math.max(1, Math.ceil(Math.log2(n + 1)));
+  const place = 2 ** bits;
+  const limit = 2 ** (53 - bits); // key * place + i stays an exact integer below 2^53
+  const packed = new Float64Array(n);
+  const others: Keyed[] = [];
+  let whole = 0;
+  for (let i = 0; i < n; i++) {
+    const k = numberSortKey(channels[i].number);
+    if (Number.isInteger(k) && k >= 0 && k < limit) packed[whole++] = k * place + i;
+    else others.push({ c: channels[i], k });
+  }
+  const sorted = packed.subarray(0, whole).sort();
+  const byKey: Channel[] = new Array(whole);
+  for (let j = 0; j < whole; j++) byKey[j] = channels[sorted[j] % place];
+  for (let j = 0; j < whole;) { // runs of equal keys
+    const k = Math.floor(sorted[j] / place);
+    let end = j + 1;
+    while (end < whole && Math.floor(sorted[end] / place) === k) end++;
+    if (end - j > 1) {
+      const run = byKey.slice(j, end).sort(sameKeyOrder);
+      for (let r = 0; r < run.length; r++) byKey[j + r] = run[r];
+    }
+    j = end;
+  }
+  if (!others.length) {
+    for (let i = 0; i < n; i++) channels[i] = byKey[i];
+    return channels;
+  }
+  others.sort(inChannelOrder);
+  for (let i = 0, a = 0, b = 0; i < n; i++) {
+    const takeWhole = b >= others.length || (a < whole && inChannelOrder({ c: byKey[a], k: Math.floor(sorted[a] / place) }, others[b]) <= 0);
+    channels[i] = takeWhole ? byKey[a++] : others[b++].c;
+  }
   return channels;
 }
 
@@ -242,7 +286,10 @@ function snapshotOf(version: number, lists: ReadonlyMap<string, readonly Stored[
   for (const [tunerId, list] of lists) {
     if (registered.has(tunerId)) for (const c of list) if (c instanceof StoredChannel) channels.push(c);
   }
-  return { version, lists, channels: sortChannels(channels), byId: new Map(channels.map((c) => [c.id, c])) };
+  sortChannels(channels);
+  const byId = new Map<number, Channel>();
+  for (const c of channels) byId.set(c.id, c);
+  return { version, lists, channels, byId };
 }
 
 const byKey = (list: readonly Stored[] | undefined, into = new Map<string, Stored>()): Map<string, Stored> => {
