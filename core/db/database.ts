@@ -2,15 +2,22 @@ import path from 'node:path';
 import { chmod } from 'node:fs/promises';
 import knexFactory, { type Knex } from 'knex';
 import type { AntennaConfig } from '../config/schema.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 export const SQLITE_FILE = 'antenna.db';
+/**
+ * The knex connection's own WAL checkpoints (in the commit that passes this many pages, 40 MB):
+ * only a backstop, for when the WalCheckpointer falls behind.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 
 /**
  * One knex instance for the core and every plugin. SQLite runs in WAL mode with
  * a busy timeout, so the CLI (`antenna user add`, `guide refresh`) can write
- * while a server reads.
+ * while a server reads, and its WAL is checkpointed in the background
+ * (WalCheckpointer).
  */
-export async function openDatabase(config: AntennaConfig): Promise<Knex> {
+export async function openDatabase(config: AntennaConfig, onCheckpointError: (err: Error) => void = () => {}): Promise<Knex> {
   if (config.database.client === 'pg') {
     if (!config.database.connection) throw new Error('database.connection: missing, expected a postgres:// URL or connection object when database.client is pg');
     return knexFactory({ client: 'pg', connection: config.database.connection as Knex.StaticConnectionConfig, pool: { min: 0, max: 10 } });
@@ -25,7 +32,17 @@ export async function openDatabase(config: AntennaConfig): Promise<Knex> {
       min: 1,
       max: 1,
       afterCreate(conn: any, done: (err: Error | null, conn: any) => void) {
-        conn.exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;', (err: Error | null) => done(err, conn));
+        // The checkpointer lives as long as this connection: knex closes it with conn.close().
+        const checkpointer = new WalCheckpointer(filename, onCheckpointError);
+        // 'profile': a statement finished (a commit among them); reads need no checkpoint.
+        conn.on('profile', (sql: string) => { if (!/^\s*select/i.test(sql)) checkpointer.written(); });
+        const close = conn.close.bind(conn);
+        conn.close = (callback: (err: Error | null) => void) => { void checkpointer.close().finally(() => close(callback)); };
+        conn.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;
+          PRAGMA wal_autocheckpoint=${WAL_AUTOCHECKPOINT_PAGES};`, (err: Error | null) => {
+          if (err) done(err, conn);
+          else checkpointer.open().then(() => done(null, conn), (e: Error) => done(e, conn));
+        });
       },
     },
   });

@@ -58,7 +58,6 @@ const WEB_URL = /^https?:\/\/\S+$/i;
 
 /** Guide channels whose programmes one DELETE removes (~30,000 programmes for a 14-day guide). */
 const DELETE_CHANNELS = 100;
-const IMPORT_WAL_AUTOCHECKPOINT = 10_000;
 /** Programmes per INSERT (~1 MB of JSON). Each is a commit, which writes the pages it changed to the WAL: few, large ones cost SQLite less. */
 const PROGRAMS_PER_STATEMENT = 2000;
 const MAX_WARNINGS_LOGGED = 20;
@@ -95,20 +94,6 @@ export class GuideStore {
   }
 
   async import(source: GuideSource, signal: AbortSignal, progress: (fraction: number, message?: string) => void): Promise<GuideLoadResult> {
-    // SQLite copies the WAL into the database (and syncs both) every 1000 pages by default: a
-    // 300 MB guide meant ~75 checkpoints, and pages written again and again. Every 10,000 pages
-    // (40 MB of WAL) while importing costs 20-30% less SQLite time; commits are as durable.
-    const sqlite = isSqlite(this.knex);
-    const before = sqlite ? Number((await this.knex.raw('PRAGMA wal_autocheckpoint'))[0]?.wal_autocheckpoint ?? 1000) : 0;
-    if (sqlite && before > 0 && before < IMPORT_WAL_AUTOCHECKPOINT) await this.knex.raw(`PRAGMA wal_autocheckpoint = ${IMPORT_WAL_AUTOCHECKPOINT}`);
-    try {
-      return await this.importGeneration(source, signal, progress);
-    } finally {
-      if (sqlite && before > 0 && before < IMPORT_WAL_AUTOCHECKPOINT) await this.knex.raw(`PRAGMA wal_autocheckpoint = ${before}`);
-    }
-  }
-
-  private async importGeneration(source: GuideSource, signal: AbortSignal, progress: (fraction: number, message?: string) => void): Promise<GuideLoadResult> {
     const knex = this.knex;
     await knex('livetv_guide_sources').insert({ id: source.id, generation: 0 }).onConflict('id').ignore();
     const current = Number((await knex('livetv_guide_sources').where({ id: source.id }).first('generation')).generation);
