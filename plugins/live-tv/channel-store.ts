@@ -299,6 +299,13 @@ const byKey = (list: readonly Stored[] | undefined, into = new Map<string, Store
 };
 
 /**
+ * One page, written over the one stored. As SQL, not a knex builder: building 250 queries took
+ * 50-70 ms of a first 100,000-channel import. (The same text for SQLite and PostgreSQL.)
+ */
+const UPSERT_PAGE = 'INSERT INTO livetv_channel_pages (tuner_id, page, channels, updated_at) VALUES (?, ?, ?, ?) ' +
+  'ON CONFLICT (tuner_id, page) DO UPDATE SET channels = excluded.channels, updated_at = excluded.updated_at';
+
+/**
  * Writes a tuner's list over its `previous` one: only the pages whose entries
  * are not all the same objects as before, with at most two statements queued
  * (the next page is encoded on the main thread while SQLite, in libuv's pool,
@@ -316,10 +323,9 @@ async function writePages(
     if (same) continue;
     const entries: (ListedEntry | HiddenEntry)[] = [];
     for (let i = start; i < end; i++) entries.push(list[i].entry(groups.json));
-    const page = { tuner_id: tunerId, page: start / PAGE_SIZE, channels: JSON.stringify(entries), updated_at: stamp };
     const before = storing;
-    // .then: a knex builder runs its query each time it is awaited; this promise runs it once.
-    storing = trx('livetv_channel_pages').insert(page).onConflict(['tuner_id', 'page']).merge().then(() => {});
+    // .then: a knex query runs each time it is awaited; this promise runs it once.
+    storing = trx.raw(UPSERT_PAGE, [tunerId, start / PAGE_SIZE, JSON.stringify(entries), stamp]).then(() => {});
     storing.catch(() => {}); // awaited below
     written++;
     await before;
