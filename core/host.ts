@@ -98,7 +98,7 @@ export class Host {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await chmod(dataDir, 0o700); // secret, database and avatars live here: owner only
 
-    this.knex = await openDatabase(config, (err) => this.logger.warn({ event: 'wal_checkpoint_failed', err: err.message }, 'WAL checkpoint failed'));
+    this.knex = await openDatabase(config, this.logger.child({ component: 'database' }));
     await runMigrations(this.knex, 'core', coreMigrations);
     const secret = await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { chmod } from 'node:fs/promises';
 import knexFactory, { type Knex } from 'knex';
+import type { Logger } from 'pino';
 import type { AntennaConfig } from '../config/schema.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 
@@ -19,16 +20,19 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
  * while a server reads, and its WAL is checkpointed in the background
  * (WalCheckpointer).
  */
-export async function openDatabase(config: AntennaConfig, onCheckpointError: (err: Error) => void = () => {}): Promise<Knex> {
+export async function openDatabase(config: AntennaConfig, logger?: Logger): Promise<Knex> {
+  const log = logger && knexLog(logger);
   if (config.database.client === 'pg') {
     if (!config.database.connection) throw new Error('database.connection: missing, expected a postgres:// URL or connection object when database.client is pg');
-    return knexFactory({ client: 'pg', connection: config.database.connection as Knex.StaticConnectionConfig, pool: { min: 0, max: 10 } });
+    return knexFactory({ client: 'pg', connection: config.database.connection as Knex.StaticConnectionConfig, pool: { min: 0, max: 10 }, log });
   }
+  const onCheckpointError = (err: Error) => logger?.warn({ event: 'wal_checkpoint_failed', err: err.message }, 'WAL checkpoint failed');
   const filename = path.join(config.server.dataDir, SQLITE_FILE);
   const knex = knexFactory({
     client: 'sqlite3',
     connection: { filename },
     useNullAsDefault: true,
+    log,
     // One connection: node-sqlite3 serialises on it anyway, and one writer avoids SQLITE_BUSY inside the process.
     pool: {
       min: 1,
@@ -52,4 +56,18 @@ export async function openDatabase(config: AntennaConfig, onCheckpointError: (er
   // The data dir is 0700 already; the file itself is owner-only too, in case it is moved out.
   for (const suffix of ['', '-wal', '-shm']) await chmod(filename + suffix, 0o600).catch(() => {});
   return knex;
+}
+
+/**
+ * knex's own messages (by default multi-line stack traces on the console), as one log line each:
+ * e.g. "Acquire connection error: aborted" for a query a request left behind as the server closed.
+ */
+function knexLog(logger: Logger): Knex.Logger {
+  const line = (message: unknown) => (message instanceof Error ? message.message : String(message)).split('\n')[0];
+  return {
+    warn: (m) => logger.warn({ event: 'database_warning' }, line(m)),
+    error: (m) => logger.error({ event: 'database_error' }, line(m)),
+    debug: (m) => logger.debug({ event: 'database_debug' }, line(m)),
+    deprecate: (method, alternative) => logger.warn({ event: 'database_warning' }, `${method} is deprecated, use ${alternative}`),
+  };
 }

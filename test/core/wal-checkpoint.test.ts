@@ -10,14 +10,16 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
+import pino from 'pino';
 import { loadConfig } from '../../core/config/load.js';
 import { openDatabase, SQLITE_FILE } from '../../core/db/database.js';
 
 const size = async (file: string): Promise<number> => (await stat(file).catch(() => ({ size: -1 }))).size;
 
-async function open(dir: string, errors: Error[] = []): Promise<Knex> {
+/** The database with a logger whose lines (parsed) go to `lines`. */
+async function open(dir: string, lines: Record<string, unknown>[] = []): Promise<Knex> {
   const config = loadConfig({ env: {}, baseDir: dir, object: { server: { dataDir: dir }, logging: { level: 'silent' } } });
-  return openDatabase(config, (err) => errors.push(err));
+  return openDatabase(config, pino({ level: 'debug' }, { write: (line: string) => { lines.push(JSON.parse(line)); } }));
 }
 
 /** ~8 MB in one transaction: 2,000 pages, more than SQLite's default checkpoint (1,000) and less than the backstop. */
@@ -31,8 +33,8 @@ t.test('commits leave the WAL to the checkpointer, which copies it into the data
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-wal-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const db = path.join(dir, SQLITE_FILE);
-  const errors: Error[] = [];
-  const knex = await open(dir, errors);
+  const lines: Record<string, unknown>[] = [];
+  const knex = await open(dir, lines);
   await knex.schema.createTable('blobs', (tb) => { tb.integer('id').primary(); tb.text('body'); });
 
   await writeRows(knex, 0);
@@ -49,7 +51,7 @@ t.test('commits leave the WAL to the checkpointer, which copies it into the data
 
   await knex.destroy();
   t.equal(await size(`${db}-wal`), -1, 'closing removed the WAL');
-  t.same(errors, [], 'no checkpoint failed');
+  t.same(lines, [], 'nothing logged: no checkpoint failed');
 
   const again = await open(dir);
   t.teardown(() => again.destroy());
@@ -69,4 +71,22 @@ t.test('closing while a checkpoint runs waits for it', async (t) => {
   t.teardown(() => again.destroy());
   t.equal(Number((await again('blobs').count({ n: '*' }))[0].n), 2000);
   t.equal((await again.raw('PRAGMA integrity_check'))[0].integrity_check, 'ok');
+});
+
+t.test("knex's own messages are log lines, not stack traces on the console", async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-wal-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const lines: Record<string, unknown>[] = [];
+  const knex = await open(dir, lines);
+  // The one connection held by a transaction: a query waits for it, and closing the pool aborts it
+  // (what a request left behind does as the server closes).
+  const trx = await knex.transaction();
+  const waiting = knex.raw('select 1').then(() => 'ran', (err: Error) => err.message);
+  await new Promise((r) => setTimeout(r, 50));
+  const closing = knex.destroy();
+  await trx.rollback().catch(() => {});
+  await closing;
+  t.equal(await waiting, 'aborted');
+  const warning = lines.find((l) => l.event === 'database_warning');
+  t.match(warning, { level: 40, msg: /^Acquire connection error: Error: aborted$/ }, 'one line, without the stack');
 });
