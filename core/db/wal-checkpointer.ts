@@ -15,9 +15,9 @@ const MAX_DELAY_MS = 30_000;
  * for nor blocks readers and writers, once the writes pause (QUIET_MS) or have
  * gone on for MAX_DELAY_MS. Not after every commit: each checkpoint copies every
  * page changed since the one before, and during a guide import, checkpoints
- * every second or every 10 s copied its index pages again and again (1-3 s more
- * CPU per import in interleaved runs). (Each process that writes has its own:
- * the CLI's `guide refresh` too.)
+ * every second or every 10 s copied its index pages again and again (1-8 s more
+ * CPU per import in interleaved runs, on a noisy machine). (Each process that
+ * writes has its own: the CLI's `guide refresh` too.)
  */
 export class WalCheckpointer {
   private db?: sqlite3.Database;
