@@ -2,7 +2,8 @@
  * SQLite's WAL is copied into the database by the background checkpointer, not
  * by the commit: a commit below the backstop leaves its pages in the WAL, and
  * they reach the database file while the connection stays open; closing
- * removes the WAL and keeps every row.
+ * removes the WAL and keeps every row. And the database's logger: knex's own
+ * messages come through it as single lines.
  */
 import 'reflect-metadata';
 import t from 'tap';
