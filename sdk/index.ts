@@ -8,7 +8,7 @@ export { coreServices, createServiceRef, createExtensionPoint } from './refs.js'
 export type { ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
 export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
-export { insertRows, insertValues, isSqlite, RowInserter } from './db.js';
+export { insertRows, insertValues, isSqlite, RowInserter, sqliteText } from './db.js';
 export type { InsertOptions } from './db.js';
 export { openSource, readSource, streamSource, redact as redactUrl } from './source.js';
 export type { OpenedSource, SourceChunks, SourceOptions } from './source.js';

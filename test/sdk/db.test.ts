@@ -1,14 +1,15 @@
 /**
  * insertValues stores, on SQLite, exactly what binding the same values one row
  * at a time stores (its JSON path hands rows over as one text); RowInserter
- * gathers rows added a few at a time into statements.
+ * gathers rows added a few at a time into statements; sqliteText's bytes, cast
+ * to TEXT, are stored as the string bound would be.
  */
 import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import knexFactory from 'knex';
-import { insertRows, insertValues, RowInserter } from '../../sdk/db.js';
+import { insertRows, insertValues, RowInserter, sqliteText } from '../../sdk/db.js';
 import { createTestHost } from '../../sdk/testing.js';
 
 t.test('insertValues on SQLite stores what binding stores', async (t) => {
@@ -43,6 +44,30 @@ t.test('insertValues on SQLite stores what binding stores', async (t) => {
   await insertRows(knex, 'json', [{ t: 2 ** 40, n: 2 ** 40 }]);
   await knex('bound').insert({ t: 2 ** 40, n: 2 ** 40 });
   t.strictSame((await read('json')).at(-1), (await read('bound')).at(-1), 'a safe integer beyond 32 bits');
+});
+
+t.test('sqliteText bound as CAST(? AS TEXT) stores what binding the string stores', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-db-'));
+  const knex = knexFactory({ client: 'sqlite3', connection: { filename: path.join(dir, 'test.db') }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
+  t.teardown(async () => { await knex.destroy(); await rm(dir, { recursive: true, force: true }); });
+  await knex.raw('CREATE TABLE texts (id INTEGER PRIMARY KEY, bound TEXT, cast_bytes TEXT)');
+  const texts = [
+    '', 'ascii only', 'Latin-1 ñ é ß', 'Канал 1 HD', '[["Ωμέγα","📺 emoji"]]', 'NUL \u0000 inside', '\u0000',
+    'lone surrogates \ud800 and \udfff', '\udc00\ud83d', 'x'.repeat(300_000) + 'Ж', // beyond the first room it allots
+    'Ж'.repeat(1_500_000), // past the largest room it keeps (4 MB): encoded on its own
+  ];
+  for (const text of texts) await knex.raw('INSERT INTO texts (bound, cast_bytes) VALUES (?, CAST(? AS TEXT))', [text, sqliteText(text)]);
+  const rows = await knex.raw('SELECT typeof(bound) AS tb, typeof(cast_bytes) AS tc, hex(bound) = hex(cast_bytes) AS same, length(cast_bytes) AS n, cast_bytes FROM texts ORDER BY id') as
+    { tb: string; tc: string; same: number; n: number; cast_bytes: string }[];
+  t.equal(rows.length, texts.length);
+  rows.forEach((r, i) => {
+    t.strictSame([r.tb, r.tc, r.same], ['text', 'text', 1], `text ${i}: the same bytes, stored as text`);
+    if (!/[\ud800-\udfff]/.test(texts[i]!.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) t.equal(r.cast_bytes, texts[i], `text ${i} reads back as written`);
+  });
+  // The room is written again by the next call: what a call returned stays as it was.
+  const first = sqliteText('first text');
+  sqliteText('second, longer text');
+  t.equal(first.toString('utf8'), 'first text');
 });
 
 t.test('RowInserter: rows added a few at a time are stored in order, in statements of up to rowsPerStatement', async (t) => {

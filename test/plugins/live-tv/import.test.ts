@@ -8,6 +8,7 @@
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isSqlite } from '../../../sdk/db.js';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { channels, getJson, m3u, refresh, startHost, tempDir, write, type PlaylistEntry } from './fixtures.js';
 
@@ -255,10 +256,12 @@ t.test('a tuner yielding an async iterable, which uses the database meanwhile, w
 
 t.test('a long playlist (more channels than the import copies at once): every channel stored and shown as listed', async (t) => {
   const dir = await tempDir(t);
-  // 1,300 entries: names in Latin, Cyrillic and Greek script (lines decoded one at a time), tvg-names
-  // equal to the name, different or absent, and a tvg-id listed at the start and again at the end.
+  // 4,500 entries (12 pages: more than one statement's worth, and a last statement of two pages):
+  // names in Latin, Cyrillic and Greek script (lines decoded one at a time), tvg-names equal to the
+  // name, different or absent, and a tvg-id listed at the start and again at the end.
+  const n = 4500;
   const entries: PlaylistEntry[] = [];
-  for (let i = 0; i < 1300; i++) {
+  for (let i = 0; i < n; i++) {
     const name = i % 3 === 0 ? `Канал ${i}` : i % 3 === 1 ? `Channel ${i}` : `Κανάλι ${i} ñ`;
     entries.push({
       name, url: url(`s${i}`), tvgId: i % 4 === 0 ? undefined : `c${i}.tv`, chno: i % 5 === 0 ? undefined : String(i + 1),
@@ -266,36 +269,43 @@ t.test('a long playlist (more channels than the import copies at once): every ch
       group: i % 2 ? 'News' : 'Music',
     });
   }
-  entries[1299] = { ...entries[1299]!, tvgId: 'c1.tv' }; // c1.tv repeats: both keyed with their URLs
+  entries[n - 1] = { ...entries[n - 1]!, tvgId: 'c1.tv' }; // c1.tv repeats: both keyed with their URLs
   const file = await write(dir, 'tv.m3u', m3u(entries));
   const host = await startHost(t, { playlists: [{ name: 'IPTV', url: file }] });
   const stored = (await rows(host)).map(({ key, name, tvg_id, tvg_name, logo, groups, data, number, present }) => ({ key, name, tvg_id, tvg_name, logo, groups, data, number, present }));
-  t.equal(stored.length, 1300);
+  t.equal(stored.length, n);
   const expected = entries.map((e, i) => ({
-    key: e.tvgId === undefined ? `url:${e.url}` : i === 1 || i === 1299 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`,
+    key: e.tvgId === undefined ? `url:${e.url}` : i === 1 || i === n - 1 ? `tvg:${e.tvgId}|${e.url}` : `tvg:${e.tvgId}`,
     name: e.name, tvg_id: e.tvgId ?? null, tvg_name: e.tvgName ?? null, logo: e.logo ?? null, groups: JSON.stringify([e.group]),
     data: JSON.stringify({ url: e.url }), number: e.chno ?? null, present: 1,
   }));
   t.strictSame(stored, expected, 'each channel as listed');
 
   const byName = new Map((await channels(host)).map((c) => [c.name, c]));
-  t.equal(byName.size, 1300);
+  t.equal(byName.size, n);
   t.ok(entries.every((e) => byName.get(e.name)?.logo === (e.logo ?? null) || (e.logo === undefined && !byName.get(e.name)?.logo)), 'GET /channels: every name and logo');
 
   const before = await pages(host.host.knex, 'm3u:IPTV');
-  t.equal(before.length, 4, '1,300 channels: 4 pages');
+  t.strictSame(before.map((p) => p.page), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], '4,500 channels: 12 pages');
+  if (isSqlite(host.host.knex)) {
+    // SQLite is handed the pages' UTF-8 as bytes: stored as text all the same.
+    t.strictSame(await host.host.knex.raw('SELECT DISTINCT typeof(channels) AS type FROM livetv_channel_pages'), [{ type: 'text' }]);
+  }
   await tick();
-  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 1300 channels, 0 new, 0 gone/);
+  t.match((await refresh(host)).join('\n'), new RegExp(`tuner m3u:IPTV: ${n} channels, 0 new, 0 gone`));
   t.strictSame(await pages(host.host.knex, 'm3u:IPTV'), before, 'the same playlist again: no page written');
 
-  // One channel renamed in the second page, none moved: only that page is written.
+  // One channel renamed in the second page and one in the last, none moved: only those pages are written.
   await tick();
   entries[500] = { ...entries[500]!, name: 'Renamed' };
+  entries[4450] = { ...entries[4450]!, name: 'Renamed too' };
   await write(dir, 'tv.m3u', m3u(entries));
-  t.match((await refresh(host)).join('\n'), /tuner m3u:IPTV: 1300 channels, 0 new, 0 gone/);
+  t.match((await refresh(host)).join('\n'), new RegExp(`tuner m3u:IPTV: ${n} channels, 0 new, 0 gone`));
   const after = await pages(host.host.knex, 'm3u:IPTV');
-  t.strictSame(after.map((p, i) => p.updated_at > before[i]!.updated_at), [false, true, false, false], 'only the second page written');
+  t.strictSame(after.map((p, i) => p.updated_at > before[i]!.updated_at), before.map((p) => p.page === 1 || p.page === 11), 'only the second and the last page written');
   t.equal(after[1]!.entries[100]![2], 'Renamed');
+  t.equal(after[11]!.entries[50]![2], 'Renamed too');
+  t.strictSame(after.filter((p) => p.page !== 1 && p.page !== 11), before.filter((p) => p.page !== 1 && p.page !== 11), 'the other pages as they were');
   t.ok(byName.has(entries[0]!.name) && (await channels(host)).some((c) => c.name === 'Renamed'), 'GET /channels shows the new name');
 });
 
