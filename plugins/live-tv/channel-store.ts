@@ -1,7 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Database, TunerChannel } from 'antenna/sdk';
-import { isSqlite, sqliteText } from 'antenna/sdk';
+import { errors, isSqlite, sqliteText } from 'antenna/sdk';
 import { digitsValue, fold, numberSortKey } from './text.js';
 
 export interface Channel {
@@ -58,6 +58,18 @@ const VERSION_CHECK_MS = 1000;
 const LOAD_PAGES = 40;
 
 export interface ImportCounts { channels: number; added: number; removed: number; duplicates: number }
+
+export interface ChannelLimits {
+  /**
+   * How long a channel the tuner no longer lists keeps its id (and favorites, and assigned
+   * number) for when it comes back; a favorited one is kept until it does. Without a limit,
+   * a playlist whose stream URLs carry a token (keyed by URL, as it has no tvg-ids) would
+   * add its whole list to the hidden ones at every refresh. Default 30 days.
+   */
+  keepHiddenMs?: number;
+  /** A tuner listing more channels than this fails its import (413), its stored channels untouched. Default 1,000,000. */
+  maxChannelsPerTuner?: number;
+}
 
 const parse = <T>(text: string | null, fallback: T): T => {
   if (!text) return fallback;
@@ -381,16 +393,16 @@ export class ChannelStore {
   private loading?: Promise<StoreSnapshot>;
   private checkedAt = 0;
 
+  private readonly keepHiddenMs: number;
+  private readonly maxChannels: number;
+
   constructor(
     private readonly knex: Database, private readonly tunerIds: () => Set<string>, private readonly now: () => number,
-    /**
-     * How long a channel the tuner no longer lists keeps its id (and favorites, and assigned
-     * number) for when it comes back; a favorited one is kept until it does. Without a limit,
-     * a playlist whose stream URLs carry a token (keyed by URL, as it has no tvg-ids) would
-     * add its whole list to the hidden ones at every refresh.
-     */
-    private readonly keepHiddenMs = 30 * 86_400_000,
-  ) {}
+    limits: ChannelLimits = {},
+  ) {
+    this.keepHiddenMs = limits.keepHiddenMs ?? 30 * 86_400_000;
+    this.maxChannels = limits.maxChannelsPerTuner ?? 1_000_000;
+  }
 
   private async version(trx: Database = this.knex): Promise<number> {
     const row = await trx('livetv_state').where({ key: 'version' }).first('value');
@@ -488,6 +500,10 @@ export class ChannelStore {
       }
     };
     const add = (c: TunerChannel) => {
+      // Thrown from inside the for-await below, which ends the tuner's iteration (m3u-tuner stops reading).
+      if (read.length === this.maxChannels) {
+        throw errors.payloadTooLarge(`lists more than ${this.maxChannels} channels (live-tv's maxChannelsPerTuner)`);
+      }
       const before = snapshotted(c.key);
       const channel = listedChannel(c, tunerId, groups, before);
       if (channel !== before) fresh.push(channel);

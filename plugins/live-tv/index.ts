@@ -25,6 +25,12 @@ const configSchema = Type.Object({
   readyTimeout: Duration({ default: '20s' }),
   /** A channel its playlist no longer lists gets its id and favorites back if it returns within this time (a favorited one, whenever it does). */
   keepHiddenChannels: Duration({ default: '30d' }),
+  /**
+   * A tuner listing more channels fails its import (its previous channels stay): a hostile or broken
+   * playlist of tiny entries would otherwise hold millions of channels in memory (a million took
+   * ~600 MB while importing) and stop the server.
+   */
+  maxChannelsPerTuner: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1_000_000 }),
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
@@ -56,8 +62,10 @@ export default definePlugin({
         packagers: coreServices.packagers, host: coreServices.host, paths: coreServices.paths,
       },
       async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, packagers, host, paths }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels } = config as Static<typeof configSchema>;
-        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now(), parseDuration(keepHiddenChannels)));
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner } = config as Static<typeof configSchema>;
+        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
+          keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner,
+        }));
         const favorites = new Favorites(db);
         await favorites.load();
         auth.addProfileField('favorites', async (user) => {

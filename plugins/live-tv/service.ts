@@ -1,5 +1,5 @@
 import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner } from 'antenna/sdk';
-import { ChannelStore, type ImportCounts } from './channel-store.js';
+import { ChannelStore, type ChannelLimits, type ImportCounts } from './channel-store.js';
 import { GuideStore } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
 
@@ -23,9 +23,9 @@ export class LiveTvService {
 
   constructor(
     knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number,
-    keepHiddenMs?: number,
+    limits: ChannelLimits = {},
   ) {
-    this.channels = new ChannelStore(knex, () => new Set(registry.tuners.keys()), now, keepHiddenMs);
+    this.channels = new ChannelStore(knex, () => new Set(registry.tuners.keys()), now, limits);
     this.guide = new GuideStore(knex, log);
   }
 

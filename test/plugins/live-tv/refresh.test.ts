@@ -375,6 +375,24 @@ t.test('a playlist that fails to import leaves the previous channels intact', as
   t.strictSame((await channels(host)).map((c) => c.name), ['Other']);
 });
 
+t.test('a playlist listing more channels than maxChannelsPerTuner fails its import; the channels stored stay', async (t) => {
+  const dir = await tempDir(t);
+  const entry = (i: number) => ({ name: `Channel ${i}`, tvgId: `c${i}.tv`, chno: String(i), url: `http://streams.invalid/${i}` });
+  const file = await write(dir, 'tv.m3u', m3u([1, 2, 3].map(entry)));
+  const host = await startHost(t, { playlists: [{ name: 'Main', url: file }], liveTv: { maxChannelsPerTuner: 3 } });
+  const stored = await channels(host);
+  t.strictSame(stored.map((c) => c.name), ['Channel 1', 'Channel 2', 'Channel 3'], 'as many as allowed: imported');
+
+  await write(dir, 'tv.m3u', m3u([1, 2, 3, 4].map(entry)));
+  const { error, lines } = await failingRefresh(host);
+  t.match(error, /some sources failed/);
+  t.match(lines.join('\n'), /tuner m3u:Main: FAILED .*lists more than 3 channels \(live-tv's maxChannelsPerTuner\) \(previous channels kept\)/, 'one more: the import fails and says why');
+  t.strictSame(await channels(host), stored, 'the channels stored stay as they were');
+
+  const jobs = await host.inject({ method: 'GET', url: '/api/jobs', headers: host.authHeaders });
+  t.match(JSON.stringify(jobs.json()), /lists more than 3 channels/, 'the failed job says why too');
+});
+
 t.test('gzipped playlist and guide over HTTP, served as plain bytes', async (t) => {
   const server = await serve(t);
   const list = m3u([
