@@ -119,8 +119,8 @@ export class RowInserter {
   /** SQLite's JSON path: one statement for the rows' JSON. */
   private readonly jsonInsert: string;
   private readonly rowsPerStatement: number;
-  /** The JSON of rows added and not yet sent (each piece a comma-separated run of rows)… */
-  private pieces: string[] = [];
+  /** The JSON of rows added and not yet sent, as UTF-8… */
+  private readonly json = new JsonRowsBytes();
   /** …or rows added and not yet sent that go by the VALUES path (PostgreSQL, or unfit for JSON); never both. */
   private values: unknown[][] = [];
   /** How many rows are waiting in either. */
@@ -147,7 +147,7 @@ export class RowInserter {
       const end = Math.min(rows.length, i + this.rowsPerStatement - this.pending);
       const found = this.sqlite ? scan(rows, i, end, width) : SCAN_UNFIT;
       if (found === SCAN_UNFIT) {
-        if (this.pieces.length) await this.send();
+        if (!this.json.empty) await this.send();
         for (let r = i; r < end; r++) this.values.push(rows[r]);
       } else {
         if (this.values.length) await this.send();
@@ -160,7 +160,7 @@ export class RowInserter {
           this.textual ??= await textualColumns(this.knex, this.table, this.columns);
           json = found.some((j) => this.textual![j]) ? encodeRows(slice, 0, slice.length, width) : JSON.stringify(slice);
         }
-        this.pieces.push(json.slice(1, -1));
+        this.json.append(json);
       }
       this.pending += end - i;
       i = end;
@@ -177,16 +177,52 @@ export class RowInserter {
   }
 
   private async send(): Promise<void> {
-    const pieces = this.pieces;
+    const json = this.json.empty ? undefined : this.json.take();
     const values = this.values;
-    this.pieces = [];
     this.values = [];
     this.pending = 0;
     if (this.storing) await this.storing;
-    this.storing = pieces.length
-      ? this.knex.raw(this.jsonInsert, [sqliteText(`[${pieces.join(',')}]`)]).then(() => {})
+    this.storing = json
+      ? this.knex.raw(this.jsonInsert, [json]).then(() => {})
       : insertWithValues(this.knex, this.table, this.cols, this.columns.length, values, 0, values.length, this.options.maxVariables, this.tail);
     this.storing.catch(() => {}); // awaited by the next send() or flush(); not an unhandled rejection meanwhile
+  }
+}
+
+/**
+ * A JSON array of rows written as UTF-8 bytes as its pieces come (JSON arrays of rows each), for
+ * binding as sqliteText's bytes are: each piece is encoded at once, so its text can go while
+ * still in V8's young generation, and no text of the whole is ever made (joining the pieces and
+ * encoding the join walked and copied every row three times).
+ */
+class JsonRowsBytes {
+  private room = Buffer.allocUnsafeSlow(256 << 10);
+  private length = 0;
+
+  get empty(): boolean { return this.length === 0; }
+
+  /** Appends the rows of `json`, a JSON array of at least one row. */
+  append(json: string): void {
+    for (;;) {
+      const { read, written } = utf8Encoder.encodeInto(json, this.room.subarray(this.length));
+      if (read === json.length) {
+        // The piece's '[' opens the array, or is the ',' after the rows before; its ']' is dropped.
+        if (this.length) this.room[this.length] = 0x2c;
+        this.length += written - 1;
+        return;
+      }
+      const room = Buffer.allocUnsafeSlow(Math.max(this.room.length * 2, this.length + json.length * 3 + 1));
+      this.room.copy(room, 0, 0, this.length);
+      this.room = room;
+    }
+  }
+
+  /** The array so far, closed, as bytes of its own; the next append() starts another. */
+  take(): Buffer {
+    this.room[this.length] = 0x5d;
+    const bytes = Buffer.from(this.room.subarray(0, this.length + 1));
+    this.length = 0;
+    return bytes;
   }
 }
 

@@ -103,6 +103,18 @@ t.test('RowInserter: rows added a few at a time are stored in order, in statemen
   t.strictSame(stored.map((r) => [r.t, r.n === null ? null : Number(r.n), r.f === null ? null : Number(r.f)]), expected, 'every row, in the order added');
   t.ok(statements.length >= 4 && statements.length <= 7, `70 rows in a few statements, not one per add() (${statements.length})`);
 
+  // Long rows: statements of several MB, pieces larger than the bytes RowInserter first sets aside.
+  const long = new RowInserter(knex, 'inserted', ['t', 'n', 'f'], { rowsPerStatement: 40 });
+  const longRows: unknown[][] = [];
+  for (let b = 0; b < 6; b++) {
+    const batch = Array.from({ length: 15 }, (_, k) => [`${b}.${k} ` + 'Ж📺"\\'.repeat(4000 + b * 1000 + k), b * 100 + k, null]);
+    longRows.push(...batch);
+    await long.add(batch);
+  }
+  await long.flush();
+  const storedLong = await knex('inserted').where('id', '>', 70).orderBy('id').select('t', 'n');
+  t.ok(storedLong.length === longRows.length && storedLong.every((r, i) => r.t === longRows[i]![0] && Number(r.n) === longRows[i]![1]), 'long rows, in order, as written');
+
   // A statement that fails rejects flush() (or a later add()): nothing is lost silently.
   const failing = new RowInserter(knex, 'inserted', ['t', 'n', 'f'], { rowsPerStatement: 5 });
   await failing.add([['fine', 1, null]]);
