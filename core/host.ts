@@ -5,9 +5,9 @@ import { container as globalContainer, type DependencyContainer } from 'tsyringe
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
-import type { PluginDefinition } from '../sdk/plugin.js';
+import type { Deps, PluginCommand, PluginDefinition } from '../sdk/plugin.js';
 import { coreServices, type HostInfo } from '../sdk/refs.js';
-import type { CliCommand, Clock, Lifecycle, PluginPaths } from '../sdk/services.js';
+import type { Clock, CommandIo, Lifecycle, PluginPaths } from '../sdk/services.js';
 import type { AntennaConfig } from './config/schema.js';
 import { openDatabase } from './db/database.js';
 import { runMigrations } from './db/migrations.js';
@@ -26,7 +26,8 @@ import { JobManagerImpl } from './jobs/job-manager.js';
 import { SchedulerImpl } from './jobs/scheduler.js';
 import { jobRoutes } from './jobs/routes.js';
 import { EventBusImpl } from './events.js';
-import { PackagerRegistryImpl } from './packagers.js';
+import { SourceReaderImpl } from './sources.js';
+import { checkOwners, initOrder, type RefUse } from './plugins/init-order.js';
 import { VERSION } from './version.js';
 
 export interface HostOptions {
@@ -39,11 +40,25 @@ export interface HostOptions {
   adminPassword?: string;
   /** Where the generated admin password is announced (default: stderr). */
   announce?: (text: string) => void;
+  /** Plugins given as objects rather than named in the config (tests); their config is `plugins.<id>`. */
+  definitions?: PluginDefinition<any>[];
 }
+
+type AnyRef = { id: string; kind: 'service' | 'extension-point'; owner?: string };
 
 interface PluginRuntime {
   loaded: LoadedPlugin;
-  inits: { deps: Record<string, { id: string; kind: string }>; init(deps: any): unknown }[];
+  inits: { deps: Record<string, AnyRef>; provides?: Record<string, AnyRef>; init(deps: any): unknown }[];
+  /** The plugin's child container, once its init has begun (core services under their ref ids). */
+  container?: DependencyContainer;
+}
+
+const CORE_SERVICE_IDS = new Set<string>(Object.values(coreServices).map((ref) => ref.id));
+
+/** A CLI command a plugin added, with what it needs to run. */
+export interface HostCommand {
+  command: PluginCommand<Deps, unknown>;
+  plugin: string;
 }
 
 /**
@@ -51,8 +66,10 @@ interface PluginRuntime {
  * booted in this order so that a failure stops start-up before anything listens.
  */
 export class Host {
-  readonly commands: CliCommand[] = [];
-  readonly extensionPoints = new Map<string, { owner: string; impl: unknown }>();
+  readonly commands: HostCommand[] = [];
+  /** Services and extension points plugins provide, by ref id: the owner, and the value once it is there. */
+  private readonly provided = new Map<string, { owner: string; kind: AnyRef['kind']; value?: unknown; ready: boolean }>();
+  private readonly runtimes = new Map<string, PluginRuntime>();
   plugins: LoadedPlugin[] = [];
   app!: FastifyInstance;
   knex!: Knex;
@@ -114,7 +131,7 @@ export class Host {
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
     const events = new EventBusImpl(this.logger);
 
-    this.plugins = await loadPlugins(config);
+    this.plugins = await loadPlugins(config, this.options.definitions);
     for (const p of this.plugins) {
       try {
         await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
@@ -127,7 +144,7 @@ export class Host {
     await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
     await jobRoutes(this.app, { jobs: this.jobs, auth: this.auth });
 
-    const runtimes = this.plugins.map((loaded) => this.registerPlugin(loaded));
+    for (const loaded of this.plugins) this.runtimes.set(loaded.def.id, this.registerPlugin(loaded));
     const root = globalContainer.createChildContainer();
     const host = this;
     const hostInfo: HostInfo = {
@@ -137,12 +154,12 @@ export class Host {
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,
       [coreServices.jobs.id]: this.jobs, [coreServices.scheduler.id]: this.scheduler, [coreServices.ffmpeg.id]: this.ffmpeg,
-      [coreServices.events.id]: events, [coreServices.clock.id]: this.clock, [coreServices.packagers.id]: new PackagerRegistryImpl(),
+      [coreServices.events.id]: events, [coreServices.clock.id]: this.clock, [coreServices.sources.id]: new SourceReaderImpl(config.baseDir),
     };
     for (const [id, value] of Object.entries(shared)) root.registerInstance(id, value);
 
-    for (const runtime of runtimes) await this.initPlugin(runtime, root);
-    for (const { impl } of this.extensionPoints.values()) (impl as { freeze?: () => void }).freeze?.();
+    for (const id of this.initOrder()) await this.initPlugin(this.runtimes.get(id)!, root);
+    for (const p of this.provided.values()) if (p.kind === 'extension-point') (p.value as { freeze?: () => void }).freeze?.();
 
     // The first admin's password hash (scrypt, in libuv's pool) overlaps compiling the routes.
     const admin = this.options.mode !== 'cli' ? this.ensureAdmin() : Promise.resolve();
@@ -156,23 +173,57 @@ export class Host {
   private registerPlugin(loaded: LoadedPlugin): PluginRuntime {
     const runtime: PluginRuntime = { loaded, inits: [] };
     const id = loaded.def.id;
+    const provide = (ref: AnyRef, value?: unknown) => {
+      const other = this.provided.get(ref.id)?.owner;
+      if (other) throw new Error(`${ref.kind === 'service' ? 'service' : 'extension point'} ${ref.id} is already provided by ${other}`);
+      this.provided.set(ref.id, { owner: id, kind: ref.kind, value, ready: value !== undefined });
+    };
     try {
       loaded.def.register({
-        registerExtensionPoint: (ref, impl) => {
-          if (this.extensionPoints.has(ref.id)) throw new Error(`extension point ${ref.id} is already provided by ${this.extensionPoints.get(ref.id)!.owner}`);
-          this.extensionPoints.set(ref.id, { owner: id, impl });
+        registerExtensionPoint: (ref, impl) => provide(ref, impl),
+        registerInit: (options) => {
+          for (const ref of Object.values(options.provides ?? {})) provide(ref);
+          runtime.inits.push(options as PluginRuntime['inits'][number]);
         },
-        registerInit: (options) => { runtime.inits.push(options as PluginRuntime['inits'][number]); },
         registerCommand: (command) => {
           const name = command.path.join(' ');
-          if (this.commands.some((c) => c.path.join(' ') === name)) throw new Error(`CLI command "${name}" is already provided`);
-          this.commands.push(command);
+          if (this.commands.some((c) => c.command.path.join(' ') === name)) throw new Error(`CLI command "${name}" is already provided`);
+          this.commands.push({ command: command as HostCommand['command'], plugin: id });
         },
       });
     } catch (err) {
       throw new Error(`plugin ${id}: register failed: ${(err as Error).message}`);
     }
     return runtime;
+  }
+
+  /** Inits in the order their refs demand; every ref a plugin or command names must have an enabled owner. */
+  private initOrder(): string[] {
+    const owners = new Map([...this.provided].map(([id, p]) => [id, p.owner]));
+    const pluginRefs = (deps: Record<string, AnyRef>): RefUse[] =>
+      Object.values(deps).filter((ref) => !CORE_SERVICE_IDS.has(ref.id)).map(({ id, kind, owner }) => ({ id, kind, owner }));
+    const plugins = [...this.runtimes.values()].map((r) => ({ id: r.loaded.def.id, uses: r.inits.flatMap((i) => pluginRefs(i.deps)) }));
+    // Commands run after every init: they need owners, not an order.
+    const commands = this.commands.map((c) => ({ id: c.plugin, uses: pluginRefs((c.command.deps ?? {}) as Record<string, AnyRef>) }));
+    checkOwners(commands, owners, new Set(this.runtimes.keys()));
+    return initOrder(plugins, owners);
+  }
+
+  /** The values `deps` names, for a plugin whose container exists. */
+  private resolve(pluginId: string, container: DependencyContainer, deps: Record<string, AnyRef>): Record<string, unknown> {
+    const resolved: Record<string, unknown> = {};
+    for (const [name, ref] of Object.entries(deps)) {
+      const provided = this.provided.get(ref.id);
+      if (provided) {
+        if (!provided.ready) throw new Error(`plugin ${pluginId}: ${ref.id} of plugin ${provided.owner} is not ready yet (an init of its own plugin uses it before the init providing it)`);
+        resolved[name] = provided.value;
+      } else if (container.isRegistered(ref.id, true)) {
+        resolved[name] = container.resolve(ref.id);
+      } else {
+        throw new Error(`plugin ${pluginId}: unknown service ${ref.id}`);
+      }
+    }
+    return resolved;
   }
 
   private async initPlugin(runtime: PluginRuntime, root: DependencyContainer): Promise<void> {
@@ -188,34 +239,45 @@ export class Host {
       onShutdown: (fn) => { this.shutdownHooks.push(fn); },
     };
     await this.app.register(async (scope) => {
-      const container = root.createChildContainer();
+      const container = (runtime.container = root.createChildContainer());
       container.registerInstance(coreServices.logger.id, log);
       container.registerInstance(coreServices.config.id, runtime.loaded.config);
       container.registerInstance(coreServices.http.id, scope);
       container.registerInstance(coreServices.paths.id, paths);
       container.registerInstance(coreServices.lifecycle.id, lifecycle);
       container.registerInstance(coreServices.container.id, container);
-      for (const { deps, init } of runtime.inits) {
-        const resolved: Record<string, unknown> = {};
-        for (const [name, ref] of Object.entries(deps)) {
-          if (ref.kind === 'extension-point') {
-            const ep = this.extensionPoints.get(ref.id);
-            if (!ep) throw new Error(`plugin ${def.id}: needs extension point ${ref.id}, which no loaded plugin provides (add its owner to dependsOn)`);
-            resolved[name] = ep.impl;
-          } else if (container.isRegistered(ref.id, true)) {
-            resolved[name] = container.resolve(ref.id);
-          } else {
-            throw new Error(`plugin ${def.id}: unknown service ${ref.id}`);
-          }
-        }
+      for (const { deps, provides, init } of runtime.inits) {
+        const resolved = this.resolve(def.id, container, deps);
+        let result: unknown;
         try {
-          await init(resolved);
+          result = await init(resolved);
         } catch (err) {
           throw new Error(`plugin ${def.id}: init failed: ${(err as Error).message}`);
+        }
+        for (const [name, ref] of Object.entries(provides ?? {})) {
+          const value = (result as Record<string, unknown> | undefined)?.[name];
+          if (value === undefined || value === null) throw new Error(`plugin ${def.id}: init did not return ${name}, the ${ref.id} it provides`);
+          this.provided.set(ref.id, { owner: def.id, kind: ref.kind, value, ready: true });
         }
       }
     });
     log.debug({ version: def.version, from: runtime.loaded.location }, 'plugin initialised');
+  }
+
+  /** The plugin command that argv starts with (the longest match), and the words after it. */
+  findCommand(argv: string[]): { entry: HostCommand; args: string[] } | undefined {
+    const entry = this.commands
+      .filter((c) => c.command.path.every((word, i) => argv[i] === word))
+      .sort((a, b) => b.command.path.length - a.command.path.length)[0];
+    return entry && { entry, args: argv.slice(entry.command.path.length) };
+  }
+
+  /** Runs a plugin's command with what it names in `deps`. */
+  async runCommand(entry: HostCommand, args: string[], io: CommandIo): Promise<void> {
+    const container = this.runtimes.get(entry.plugin)?.container;
+    if (!container) throw new Error(`plugin ${entry.plugin} has not started`);
+    const deps = this.resolve(entry.plugin, container, (entry.command.deps ?? {}) as Record<string, AnyRef>);
+    await entry.command.run(args, io, deps as never);
   }
 
   /** First start with an empty database: an admin, with ANTENNA_ADMIN_PASSWORD or a generated password printed once. */

@@ -24,7 +24,7 @@ export interface DeviceCaps {
 }
 
 /** PRODUCT.md §2: without headers, a browser: mp4/webm, h264, aac/mp3/opus, stereo. */
-export const BROWSER_CAPS: Readonly<Omit<DeviceCaps, 'os'>> = Object.freeze({
+const BROWSER_CAPS: Readonly<Omit<DeviceCaps, 'os'>> = Object.freeze({
   video: new Set(['h264']),
   audio: new Set(['aac', 'mp3', 'opus']),
   audioChannels: 2,

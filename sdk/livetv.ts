@@ -3,7 +3,7 @@
  * examples/tuner-test-pattern) adds tuners, a guide plugin (xmltv-guide) adds guide
  * sources. Modelled on Jellyfin's ITunerHost and IListingsProvider.
  */
-import { createExtensionPoint } from './refs.js';
+import { createExtensionPoint, createServiceRef } from './refs.js';
 
 /** One channel as a tuner lists it. */
 export interface TunerChannel {
@@ -123,8 +123,8 @@ export interface GuideRegistry {
   addGuideSource(source: GuideSource): void;
 }
 
-export const tunersExtensionPoint = createExtensionPoint<TunerRegistry>('live-tv.tuners');
-export const guidesExtensionPoint = createExtensionPoint<GuideRegistry>('live-tv.guides');
+export const tunersExtensionPoint = createExtensionPoint<TunerRegistry>({ id: 'live-tv.tuners', owner: 'live-tv' });
+export const guidesExtensionPoint = createExtensionPoint<GuideRegistry>({ id: 'live-tv.guides', owner: 'live-tv' });
 
 /**
  * What live-tv offers the plugins that build on live TV (the DVR): channel and
@@ -132,7 +132,7 @@ export const guidesExtensionPoint = createExtensionPoint<GuideRegistry>('live-tv
  * session is the very job viewers use (`live:<id>`): one ffmpeg, one upstream
  * connection and one tuner slot, however many viewers and recordings share it.
  *
- *   env.registerInit({ deps: { live: liveTvExtensionPoint }, init({ live }) { … } })
+ *   env.registerInit({ deps: { live: liveTvService }, init({ live }) { … } })
  */
 export interface LiveChannelInfo {
   id: number;
@@ -192,4 +192,7 @@ export interface LiveTvAccess {
   hold(channelId: number, label: string): Promise<LiveHold>;
 }
 
-export const liveTvExtensionPoint = createExtensionPoint<LiveTvAccess>('live-tv.access');
+export const liveTvService = createServiceRef<LiveTvAccess>({ id: 'live-tv.access', owner: 'live-tv' });
+
+/** @deprecated since SDK 1.1: the same service under its 1.0 name; use `liveTvService`. */
+export const liveTvExtensionPoint = liveTvService;

@@ -3,9 +3,10 @@
  * manifest beside them (its dash muxer with hls_playlist); a packager turns the
  * manifest ffmpeg wrote into the one a player gets, every URL in it made by
  * the caller (so it can carry a signed key). The hls-packager and
- * dash-packager plugins add themselves to the core's `packagers` registry;
- * live-tv (and later vod and dvr) look them up by format.
+ * dash-packager plugins offer theirs as services.
  */
+import { createServiceRef } from './refs.js';
+
 export type PackageFormat = 'hls' | 'dash';
 
 export interface Packager {
@@ -20,10 +21,8 @@ export interface Packager {
   rewrite(manifest: string, link: (file: string) => string): string;
 }
 
-export interface PackagerRegistry {
-  add(packager: Packager): void;
-  get(format: PackageFormat): Packager | undefined;
-}
+export const hlsPackagerService = createServiceRef<Packager>({ id: 'hls-packager.packager', owner: 'hls-packager' });
+export const dashPackagerService = createServiceRef<Packager>({ id: 'dash-packager.packager', owner: 'dash-packager' });
 
 /**
  * ffmpeg output arguments for a live CMAF segmenter writing `manifest.mpd`,

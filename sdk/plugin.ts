@@ -1,10 +1,26 @@
-import type { TSchema } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
 import type { Knex } from 'knex';
-import type { ExtensionPointRef, ServiceRef } from './refs.js';
-import type { CliCommand } from './services.js';
+import type { ConfigServiceRef, ExtensionPointRef, PluginConfig, ServiceRef } from './refs.js';
+import type { CommandIo } from './services.js';
 
 type Ref<T> = ServiceRef<T> | ExtensionPointRef<T>;
-type Resolved<D> = { [K in keyof D]: D[K] extends Ref<infer T> ? T : never };
+
+/** What an init or a command names: `{ db: coreServices.database, live: liveTvService }`. */
+export type Deps = Record<string, Ref<unknown>>;
+
+/** The values `deps` name; `coreServices.config` gives the plugin's config typed by its configSchema. */
+export type ResolvedDeps<D, C = PluginConfig> = {
+  [K in keyof D]: D[K] extends ConfigServiceRef ? C : D[K] extends Ref<infer T> ? T : never;
+};
+
+/** The services (and extension points) an init provides: `{ catalog: vodCatalogService, vod: vodExtensionPoint }`. */
+export type ProvidedRefs = Record<string, Ref<unknown>>;
+
+/** What an init providing `P` returns: `{ catalog: <the catalog>, vod: <the registry> }`. */
+export type ProvidedServices<P> = { [K in keyof P]: P[K] extends Ref<infer T> ? T : never };
+
+/** void for an init that provides nothing (no `provides`: P is then inferred as the bare constraint). */
+type InitResult<P> = string extends keyof P ? void : keyof P extends never ? void : ProvidedServices<P>;
 
 /** A migration owned by one plugin. Names sort in run order (`001_channels`, `002_favorites`). */
 export interface Migration {
@@ -13,42 +29,81 @@ export interface Migration {
   down?(knex: Knex): Promise<void>;
 }
 
-export interface PluginEnv {
-  /** Offer an extension point to plugins that depend on this one. */
-  registerExtensionPoint<T>(ref: ExtensionPointRef<T>, impl: T): void;
+export interface PluginInit<D extends Deps, P extends ProvidedRefs, C> {
+  /** The services and extension points this init uses. Their owners' inits run first. */
+  deps: D;
   /**
-   * The plugin's start-up: receives the services and extension points named in
-   * `deps`. Inits run in dependency order, so an extension point's owner has
-   * run its init before any plugin that uses it.
+   * Services this plugin offers other plugins (and extension points whose registry needs what
+   * this init builds): `init` returns their values, and they go to every plugin naming them.
    */
-  registerInit<D extends Record<string, Ref<unknown>>>(options: { deps: D; init(deps: Resolved<D>): Promise<void> | void }): void;
-  /** Add a subcommand to the `antenna` CLI. */
-  registerCommand(command: CliCommand): void;
+  provides?: P;
+  init(deps: ResolvedDeps<D, C>): Promise<InitResult<P>> | InitResult<P>;
 }
 
-export interface PluginDefinition {
+/**
+ * A subcommand of the `antenna` CLI. It runs after every plugin's init, in a
+ * host that does not listen on HTTP and runs no `onStart` hook and no
+ * scheduled task (a server may be running beside it on the same data): the
+ * services named in `deps` are ready; the background work a server starts
+ * (imports at start, scans, recordings) is not running.
+ */
+export interface PluginCommand<D extends Deps, C> {
+  /** Words after `antenna`, e.g. ['guide', 'refresh']. */
+  path: string[];
+  description: string;
+  /** Shown by `antenna help`, e.g. 'library scan [ID]'. */
+  usage?: string;
+  deps?: D;
+  run(args: string[], io: CommandIo, deps: ResolvedDeps<D, C>): Promise<void>;
+}
+
+export interface PluginEnv<C = PluginConfig> {
+  /**
+   * Offer an extension point: the object other plugins' inits register things
+   * with (tuners, guide sources, subtitle providers). Read what was registered
+   * once every plugin has initialised (`lifecycle.onStart`) or when it is used;
+   * the host closes the registry (its `freeze()`, if it has one) after the last init.
+   */
+  registerExtensionPoint<T>(ref: ExtensionPointRef<T>, impl: T): void;
+  /**
+   * The plugin's start-up. It receives what `deps` names; the inits of the plugins
+   * owning those services and extension points run before it, whatever order the
+   * config lists plugins in. An init that `provides` services returns their values.
+   */
+  registerInit<D extends Deps, P extends ProvidedRefs = {}>(options: PluginInit<D, P, C>): void;
+  /** Add a subcommand to the `antenna` CLI (see PluginCommand for what runs before it). */
+  registerCommand<D extends Deps = {}>(command: PluginCommand<D, C>): void;
+}
+
+/** `Static<typeof configSchema>` when the plugin has a schema, else a plain record. */
+export type ConfigOf<S extends TSchema> = TSchema extends S ? PluginConfig : Static<S>;
+
+export interface PluginDefinition<S extends TSchema = TSchema> {
   /** Unique plugin id (first-party: the folder name, e.g. `live-tv`). */
   id: string;
   version: string;
-  /** SDK versions this plugin was built for, as a semver range: `^1`. */
+  /** SDK versions this plugin was built for, as a semver range: `^1.1`. */
   host: string;
   description?: string;
-  /** TypeBox / JSON schema of the plugin's config block; defaults are applied before init. */
-  configSchema?: TSchema;
-  /** Plugins that must be loaded first; listed ones are enabled automatically with their defaults. */
+  /** TypeBox / JSON schema of the plugin's config block; validated and defaults applied before init. */
+  configSchema?: S;
+  /**
+   * Plugins enabled with this one, with their default config (`web` brings `vod`…).
+   * Init order does not come from here but from the refs each init names.
+   */
   dependsOn?: string[];
   migrations?: Migration[];
-  register(env: PluginEnv): void;
+  register(env: PluginEnv<ConfigOf<S>>): void;
 }
 
 /** The SDK version this copy implements; a plugin's `host` range must accept it. */
-export const SDK_VERSION = '1.0.0';
+export const SDK_VERSION = '1.1.0';
 
 const ID = /^[a-z0-9][a-z0-9._-]*$/;
 
-export function definePlugin(definition: PluginDefinition): PluginDefinition {
+export function definePlugin<S extends TSchema = TSchema>(definition: PluginDefinition<S>): PluginDefinition<S> {
   if (!ID.test(definition.id)) throw new Error(`plugin id ${JSON.stringify(definition.id)} must be lower-case letters, digits, '.', '_' or '-'`);
   if (typeof definition.register !== 'function') throw new Error(`plugin ${definition.id}: register(env) is missing`);
-  if (typeof definition.host !== 'string') throw new Error(`plugin ${definition.id}: host (the SDK range, e.g. '^1') is missing`);
-  return Object.freeze({ ...definition, __antennaPlugin: true }) as PluginDefinition;
+  if (typeof definition.host !== 'string') throw new Error(`plugin ${definition.id}: host (the SDK range, e.g. '^1.1') is missing`);
+  return Object.freeze({ ...definition, __antennaPlugin: true }) as PluginDefinition<S>;
 }

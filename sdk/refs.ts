@@ -1,42 +1,59 @@
-import type { PackagerRegistry } from './media.js';
 import type {
   AuthService, Clock, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
-  Lifecycle, Logger, PluginPaths, Scheduler,
+  Lifecycle, Logger, PluginPaths, Scheduler, SourceReader,
 } from './services.js';
 
 /**
- * A typed handle on a service. Identity is the `id` string, so two copies of
- * the SDK in one process still agree. `id` is also the tsyringe token under
- * which the service is registered in every plugin's child container:
+ * A typed handle on a service: a core service (`coreServices.*`) or one a
+ * plugin offers to others (`liveTvService`, `vodCatalogService`). Identity is
+ * the `id` string, so two copies of the SDK in one process still agree. `id` is
+ * also the tsyringe token under which a core service is registered in every
+ * plugin's child container:
  *   constructor(@inject(coreServices.database.id) db: Database) {}
  */
 export interface ServiceRef<T> {
   readonly id: string;
   readonly kind: 'service';
+  /** The plugin that provides it (undefined for core services): start-up names it when it is not enabled. */
+  readonly owner?: string;
   /** Type carrier only; never set. */
   readonly T?: T;
 }
 
-export function createServiceRef<T>(id: string): ServiceRef<T> {
-  return { id, kind: 'service' };
-}
-
 /**
- * An extension point: an API one plugin owns and offers to the plugins that
- * depend on it (live-tv owns `tuners`; m3u-tuner adds a tuner to it).
+ * An extension point: where one plugin collects what others register
+ * (live-tv's `tuners`: m3u-tuner adds a tuner to it). Its owner reads the
+ * registrations once every plugin has initialised; it offers no runtime API
+ * (that is a service's job).
  */
 export interface ExtensionPointRef<T> {
   readonly id: string;
   readonly kind: 'extension-point';
+  readonly owner?: string;
   readonly T?: T;
 }
 
-export function createExtensionPoint<T>(id: string): ExtensionPointRef<T> {
-  return { id, kind: 'extension-point' };
+type RefOptions = { id: string; owner?: string };
+
+/** `createServiceRef<MyApi>({ id: 'my-plugin.api', owner: 'my-plugin' })`; the 1.0 form takes the id alone. */
+export function createServiceRef<T>(options: string | RefOptions): ServiceRef<T> {
+  const { id, owner } = typeof options === 'string' ? { id: options, owner: undefined } : options;
+  return Object.freeze({ id, kind: 'service' as const, ...(owner ? { owner } : {}) });
 }
 
-/** The plugin's own validated configuration (its configSchema with defaults applied). */
+/** `createExtensionPoint<MyRegistry>({ id: 'my-plugin.things', owner: 'my-plugin' })`; the 1.0 form takes the id alone. */
+export function createExtensionPoint<T>(options: string | RefOptions): ExtensionPointRef<T> {
+  const { id, owner } = typeof options === 'string' ? { id: options, owner: undefined } : options;
+  return Object.freeze({ id, kind: 'extension-point' as const, ...(owner ? { owner } : {}) });
+}
+
+/** The plugin's own validated configuration; `init` receives it typed by the plugin's configSchema. */
 export type PluginConfig = Record<string, unknown>;
+
+/** The ref of a plugin's config: its own type, so `init` can receive the config typed by the schema. */
+export interface ConfigServiceRef extends ServiceRef<PluginConfig> {
+  readonly id: 'core.config';
+}
 
 /** Host-wide settings a plugin may read. */
 export interface HostInfo {
@@ -52,7 +69,7 @@ export interface HostInfo {
 
 export const coreServices = {
   logger: createServiceRef<Logger>('core.logger'),
-  config: createServiceRef<PluginConfig>('core.config'),
+  config: createServiceRef<PluginConfig>('core.config') as ConfigServiceRef,
   host: createServiceRef<HostInfo>('core.host'),
   database: createServiceRef<Database>('core.database'),
   http: createServiceRef<HttpScope>('core.http'),
@@ -64,8 +81,8 @@ export const coreServices = {
   clock: createServiceRef<Clock>('core.clock'),
   lifecycle: createServiceRef<Lifecycle>('core.lifecycle'),
   paths: createServiceRef<PluginPaths>('core.paths'),
-  /** HLS/DASH packagers by format, added by the packager plugins (shared by live-tv, vod and dvr). */
-  packagers: createServiceRef<PackagerRegistry>('core.packagers'),
+  /** Playlists and guides by path or URL: gzip, credentials, timeouts and size limits handled. */
+  sources: createServiceRef<SourceReader>('core.sources'),
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */
   container: createServiceRef<DependencyContainer>('core.container'),
 } as const;

@@ -227,14 +227,19 @@ export interface PluginPaths {
   pluginDir(): Promise<string>;
 }
 
-/** A command added to the `antenna` CLI, e.g. `guide refresh`. */
+/** What a command writes to: a progress bar (or plain lines off a terminal) and lines of output. */
+export interface CommandIo {
+  progress: ProgressReporter;
+  out: (line: string) => void;
+}
+
+/** A command added to the `antenna` CLI with SDK 1.0's shape (PluginCommand adds `deps`). */
 export interface CliCommand {
   /** Words after `antenna`, e.g. ['guide', 'refresh']. */
   path: string[];
   description: string;
   usage?: string;
-  /** Runs inside a fully started host that does not listen on HTTP. */
-  run(args: string[], io: { progress: ProgressReporter; out: (line: string) => void }): Promise<void>;
+  run(args: string[], io: CommandIo): Promise<void>;
 }
 
 export interface ProgressReporter {
@@ -248,6 +253,42 @@ export interface Lifecycle {
   onStart(fn: () => Promise<void> | void): void;
   /** Runs at shutdown, in reverse order of registration. */
   onShutdown(fn: () => Promise<void> | void): void;
+}
+
+export interface SourceOptions {
+  signal?: AbortSignal;
+  /** Relative paths are resolved against this directory (default: the config file's). */
+  baseDir?: string;
+  /**
+   * Give up when the server has not answered within this time, or sends nothing for this long
+   * while its bytes are wanted (default 30 s). A download that keeps going is never cut.
+   */
+  timeoutMs?: number;
+  userAgent?: string;
+  /** At most this many bytes, after decompression (default 512 MiB): past it, a 413 AppError. */
+  maxBytes?: number;
+}
+
+export interface SourceChunks {
+  /** The bytes in order, gunzipped when the source is gzip (by content, not by name). Iterate once. */
+  chunks: AsyncIterable<Buffer>;
+  /** Bytes as stored or sent (compressed, for gzip), when known: for progress. */
+  size?: number;
+  /** The absolute URL (file:// for files), e.g. to resolve relative links. */
+  url: string;
+}
+
+/**
+ * Reads playlists and guides given as a path, a file:// URL or an http(s) URL
+ * (`http://user:pass@host/…` is sent as Basic authorization). Every failure is
+ * an AppError naming the source with its credentials redacted: 502 when it
+ * cannot be read, 413 past maxBytes, 400 for an unsupported scheme.
+ */
+export interface SourceReader {
+  /** The source as byte chunks, for parsing while it downloads; the whole file never sits in memory. */
+  open(location: string, options?: SourceOptions): Promise<SourceChunks>;
+  /** A URL or text with credentials (user:pass@, secret query values, known secrets) replaced by `***`, for logs and messages. */
+  redact(text: string): string;
 }
 
 export type { DependencyContainer };

@@ -72,4 +72,4 @@ export interface SubtitleRegistry {
   toWebVtt(data: Uint8Array | string, format: SubtitleFormat): string;
 }
 
-export const subtitlesExtensionPoint = createExtensionPoint<SubtitleRegistry>('subtitles.providers');
+export const subtitlesExtensionPoint = createExtensionPoint<SubtitleRegistry>({ id: 'subtitles.providers', owner: 'subtitles' });

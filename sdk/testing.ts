@@ -17,11 +17,18 @@ import pino, { type Logger } from 'pino';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { Host } from '../core/host.js';
 import { loadConfig } from '../core/config/load.js';
+import type { PluginDefinition } from './plugin.js';
 import type { Clock } from './services.js';
 
 export interface TestHostOptions {
   /** The `plugins:` block, exactly as in the config file. */
   plugins?: Record<string, unknown>;
+  /**
+   * Plugins given as definitions rather than loaded by name or path: a small fake of
+   * a plugin yours builds on, or one that uses what yours offers. Configured by their
+   * id in `plugins` (default `{}`).
+   */
+  definitions?: PluginDefinition<any>[];
   /** Other top-level config sections (server, auth, clients…), merged over the test defaults. */
   config?: Record<string, any>;
   /** Reuse a data dir (to test restarts); a fresh temp dir otherwise, removed on close. */
@@ -103,7 +110,7 @@ export async function createTestHost(options: TestHostOptions = {}): Promise<Tes
     },
   });
   const host = await Host.create({
-    config, mode: 'server', clock: options.clock, adminPassword: TEST_ADMIN_PASSWORD,
+    config, mode: 'server', clock: options.clock, adminPassword: TEST_ADMIN_PASSWORD, definitions: options.definitions,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
   let url = '';

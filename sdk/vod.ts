@@ -1,14 +1,16 @@
 /**
- * The VOD catalog: what the `vod` plugin offers the plugins that build on it
- * (continue-watching, subtitles, dvr). A plugin that lists `vod` in
- * `dependsOn` receives it through `vodCatalogExtensionPoint`:
+ * What the `vod` plugin offers the plugins that build on it (continue-watching,
+ * subtitles, dvr):
  *
- *   env.registerInit({ deps: { catalog: vodCatalogExtensionPoint }, init({ catalog }) { … } })
+ * - `vodCatalogService`: lookups of items and files, with the caller's library
+ *   grants applied (an item the user may not see is `undefined`, exactly like
+ *   an unknown id: answer 404, never 403);
+ * - `vodExtensionPoint`: what they add to VOD (a library of their own items,
+ *   play listeners, play-info fields, subtitle tracks in manifests).
  *
- * Every lookup takes the caller: items of libraries the user was not granted
- * are `undefined`, exactly like unknown ids (answer 404, never 403).
+ *   env.registerInit({ deps: { catalog: vodCatalogService, vod: vodExtensionPoint }, init({ catalog, vod }) { … } })
  */
-import { createExtensionPoint } from './refs.js';
+import { createExtensionPoint, createServiceRef, type ServiceRef } from './refs.js';
 import type { AuthUser } from './services.js';
 
 export type ContentType = 'movie' | 'episode' | 'recording';
@@ -82,21 +84,26 @@ export interface CatalogLibrarySource {
   playInfo(user: AuthUser, itemId: string, dashOnly: boolean): Promise<CatalogPlayInfo | undefined>;
 }
 
-export interface VodCatalog {
-  /**
-   * Adds a library whose items this source provides; resolves to its id,
-   * stable across restarts (kept by name). Grants (`--library ID`) apply to it
-   * like to any library.
-   */
-  addLibrary(library: { name: string; source: CatalogLibrarySource }): Promise<number>;
-  /** Report that a user started playing an item a source provides (vod reports its own). */
-  reportPlay(user: AuthUser, item: CatalogItem): void;
+/** Lookups in the VOD catalog, for the user asking. */
+export interface VodCatalogService {
   /** A playable item (movie, episode, recording) the user may see. */
   item(user: AuthUser, id: string): Promise<CatalogItem | undefined>;
   /** Its files, best version first (empty when none is readable). */
   files(user: AuthUser, id: string): Promise<CatalogFile[]>;
   /** The episode after this one in its series (next in the season, else the first of the next season). */
   nextEpisode(user: AuthUser, id: string): Promise<CatalogItem | undefined>;
+  /** Report that a user started playing an item your library provides (vod reports its own). */
+  reportPlay(user: AuthUser, item: CatalogItem): void;
+}
+
+/** What other plugins add to VOD, during their init. */
+export interface VodExtensions {
+  /**
+   * Adds a library whose items this source provides; resolves to its id,
+   * stable across restarts (kept by name). Grants (`--library ID`) apply to it
+   * like to any library.
+   */
+  addLibrary(library: { name: string; source: CatalogLibrarySource }): Promise<number>;
   /** Called (not awaited) when a user requests play-info or a manifest of an item. */
   onPlay(listener: (user: AuthUser, item: CatalogItem) => void): void;
   /** Adds a field to play-info (continue-watching adds `resume_position`); undefined leaves it out. */
@@ -105,4 +112,11 @@ export interface VodCatalog {
   addManifestSubtitles(source: (user: AuthUser, item: CatalogItem, file: CatalogFile) => Promise<ManifestSubtitle[]>): void;
 }
 
-export const vodCatalogExtensionPoint = createExtensionPoint<VodCatalog>('vod.catalog');
+export const vodCatalogService = createServiceRef<VodCatalogService>({ id: 'vod.catalog', owner: 'vod' });
+export const vodExtensionPoint = createExtensionPoint<VodExtensions>({ id: 'vod.extensions', owner: 'vod' });
+
+/** @deprecated since SDK 1.1: SDK 1.0's catalog, lookups and additions in one; use vodCatalogService and vodExtensionPoint. */
+export interface VodCatalog extends VodCatalogService, VodExtensions {}
+
+/** @deprecated since SDK 1.1: SDK 1.0's name; the service it names also takes the additions of `vodExtensionPoint`. */
+export const vodCatalogExtensionPoint = vodCatalogService as ServiceRef<VodCatalog>;

@@ -150,11 +150,9 @@ async function pluginsCommand(config: AntennaConfig): Promise<void> {
 async function pluginCommand(config: AntennaConfig, argv: string[]): Promise<boolean> {
   const host = await Host.create({ config, mode: 'cli', logger: pino({ level: process.env.ANTENNA_LOG_LEVEL ?? 'warn' }) });
   try {
-    const command = host.commands
-      .filter((c) => c.path.every((word, i) => argv[i] === word))
-      .sort((a, b) => b.path.length - a.path.length)[0];
-    if (!command) return false;
-    await command.run(argv.slice(command.path.length), { progress: createProgress(), out });
+    const found = host.findCommand(argv);
+    if (!found) return false;
+    await host.runCommand(found.entry, found.args, { progress: createProgress(), out });
     return true;
   } finally {
     await host.close();

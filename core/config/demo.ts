@@ -17,7 +17,7 @@ export function demoConfig(): Record<string, unknown> {
       subtitles: {},
       web: {},
       // Resolved against the repository, wherever the server is started from.
-      [path.resolve(__dirname, '../../../examples/tuner-test-pattern')]: { channels: 3 },
+      [path.resolve(__dirname, '../../examples/tuner-test-pattern')]: { channels: 3 },
     },
   };
 }

@@ -24,8 +24,7 @@ import type {
   SpawnOptions,
 } from '../../sdk/services.js';
 import { describeSource, type BinarySource } from './resolve.js';
-
-export const REDACTED = '***';
+import { makeRedactor, secretsInArgs } from '../redact.js';
 
 const TAIL_MAX_LINES = 50;
 const TAIL_MAX_BYTES = 8 * 1024;
@@ -35,50 +34,6 @@ const PARTIAL_MAX = 8 * 1024;
 const PROBE_MAX_STDOUT = 32 * 1024 * 1024;
 /** After the process exited, how long we wait for its stdio to close (a grandchild may hold it). */
 const CLOSE_WAIT_MS = 500;
-
-/* ------------------------------------------------------------------ redaction */
-
-const SECRET_QUERY_KEYS = 'api_key|apikey|api-key|key|token|access_token|auth|password|passwd|pass|pwd|secret|sig|signature';
-const QUERY_SECRET_RE = new RegExp(`([?&;](?:${SECRET_QUERY_KEYS})=)([^&;\\s"'#<>]+)`, 'gi');
-const URL_USERINFO_RE = /(\b[a-z][a-z0-9+.-]*:\/\/)([^/?#@\s:"']+):([^/?#@\s"']*)@/gi;
-const AUTH_HEADER_RE = /((?:authorization|proxy-authorization|x-api-key|cookie)\s*:\s*)([^\r\n"']+)/gi;
-
-/** Values in args that must never be logged: secret query values and `user:pass` of URLs. */
-export function secretsInArgs(args: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const arg of args) {
-    for (const m of arg.matchAll(QUERY_SECRET_RE)) if (m[2]) found.push(m[2]);
-    for (const m of arg.matchAll(URL_USERINFO_RE)) {
-      found.push(`${m[2]}:${m[3]}`);
-      if (m[3]) found.push(m[3]);
-    }
-    for (const m of arg.matchAll(AUTH_HEADER_RE)) if (m[2]) found.push(m[2].trim());
-  }
-  return found;
-}
-
-/**
- * A function replacing every secret (and the secret patterns above) by `***`.
- * Each secret is also matched URL-encoded and URL-decoded, as ffmpeg may print either.
- */
-export function makeRedactor(secrets: readonly string[]): (text: string) => string {
-  const set = new Set<string>();
-  for (const s of secrets) {
-    if (!s || s === REDACTED) continue;
-    set.add(s);
-    try { set.add(decodeURIComponent(s)); } catch { /* not encoded */ }
-    set.add(encodeURIComponent(s));
-  }
-  const list = [...set].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
-  return (text: string) => {
-    let out = text;
-    for (const s of list) if (out.includes(s)) out = out.split(s).join(REDACTED);
-    return out
-      .replace(URL_USERINFO_RE, `$1${REDACTED}@`)
-      .replace(QUERY_SECRET_RE, `$1${REDACTED}`)
-      .replace(AUTH_HEADER_RE, `$1${REDACTED}`);
-  };
-}
 
 /* ------------------------------------------------------------------ stderr tail */
 

@@ -9,7 +9,8 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { Logger } from 'pino';
 import type { AntennaConfig } from '../config/schema.js';
 import type { AuthServiceImpl } from '../auth/auth-service.js';
-import { errorHandler, redactUrl } from './errors.js';
+import { errorHandler } from './errors.js';
+import { redact } from '../redact.js';
 
 const DOCS = '/api/docs';
 
@@ -80,7 +81,7 @@ export async function createHttp(options: {
   app.setValidatorCompiler(validators());
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: `Not found: ${request.method} ${redactUrl(request.url).split('?')[0]}` });
+    reply.code(404).send({ error: `Not found: ${request.method} ${redact(request.url).split('?')[0]}` });
   });
 
   // One log line per request, written when it ends; never the token. Successful requests log
@@ -89,7 +90,7 @@ export async function createHttp(options: {
     const level = reply.statusCode >= 400 || reply.elapsedTime > 1000 ? 'info' : 'debug';
     if (!(request.log as unknown as Logger).isLevelEnabled(level)) return;
     request.log[level]({
-      method: request.method, url: redactUrl(request.url), status: reply.statusCode,
+      method: request.method, url: redact(request.url), status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10, user: (request.user as any)?.id,
     }, 'request');
   });

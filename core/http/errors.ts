@@ -56,8 +56,3 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   request.log.error({ err }, 'unhandled error');
   reply.code(500).send({ error: 'Internal server error' });
 }
-
-/** Query values that are credentials, hidden from every log line. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&](?:api_key|key|token|access_token)=)[^&#]*/gi, '$1***');
-}

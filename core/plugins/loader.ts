@@ -11,7 +11,7 @@ export interface LoadedPlugin {
   def: PluginDefinition;
   /** How it was named: the config key, or the dependency name that brought it. */
   spec: string;
-  source: 'first-party' | 'path' | 'package';
+  source: 'first-party' | 'path' | 'package' | 'definition';
   /** The file it was loaded from. */
   location: string;
   config: Record<string, unknown>;
@@ -69,22 +69,26 @@ function definitionOf(mod: any): PluginDefinition | undefined {
 /**
  * Loads the plugins the config lists and, transitively, the plugins they
  * depend on (enabled with their default config). Returns them in dependency
- * order. Every failure names the plugin and the cause.
+ * order. Every failure names the plugin and the cause. `definitions` are
+ * plugins given as objects (tests), configured by their id.
  */
-export async function loadPlugins(config: AntennaConfig): Promise<LoadedPlugin[]> {
+export async function loadPlugins(config: AntennaConfig, definitions: readonly PluginDefinition[] = []): Promise<LoadedPlugin[]> {
   const byId = new Map<string, LoadedPlugin>();
   const specToId = new Map<string, string>();
-  const queue: { spec: string; config: unknown; enabledBy: string; baseDir: string }[] =
-    Object.entries(config.plugins).map(([spec, cfg]) => ({ spec, config: cfg ?? {}, enabledBy: 'config', baseDir: config.baseDir }));
+  const given = new Map(definitions.map((d) => [d.id, d]));
+  const queue: { spec: string; config: unknown; enabledBy: string; baseDir: string }[] = [
+    ...definitions.map((d) => ({ spec: d.id, config: config.plugins[d.id] ?? {}, enabledBy: 'config', baseDir: config.baseDir })),
+    ...Object.entries(config.plugins).filter(([spec]) => !given.has(spec)).map(([spec, cfg]) => ({ spec, config: cfg ?? {}, enabledBy: 'config', baseDir: config.baseDir })),
+  ];
 
   while (queue.length) {
     const item = queue.shift()!;
     if (specToId.has(item.spec) || byId.has(item.spec)) continue;
-    let located: ReturnType<typeof locate>;
-    let def: PluginDefinition | undefined;
+    let located: { file: string; source: LoadedPlugin['source'] };
+    let def: PluginDefinition | undefined = given.get(item.spec);
     try {
-      located = locate(item.spec, item.baseDir);
-      def = definitionOf(await importModule(located.file));
+      located = def ? { file: '(given as a definition)', source: 'definition' } : locate(item.spec, item.baseDir);
+      def ??= definitionOf(await importModule(located.file));
     } catch (err) {
       throw new Error(`plugin ${item.spec}: failed to load: ${(err as Error).message.split('\n')[0]}`);
     }
@@ -103,7 +107,7 @@ export async function loadPlugins(config: AntennaConfig): Promise<LoadedPlugin[]
     byId.set(def.id, { def, spec: item.spec, source: located.source, location: located.file, config: pluginConfig, enabledBy: item.enabledBy });
     specToId.set(item.spec, def.id);
     for (const dep of def.dependsOn ?? []) {
-      queue.push({ spec: dep, config: config.plugins[dep] ?? {}, enabledBy: def.id, baseDir: path.dirname(located.file) });
+      queue.push({ spec: dep, config: config.plugins[dep] ?? {}, enabledBy: def.id, baseDir: located.source === 'definition' ? config.baseDir : path.dirname(located.file) });
     }
   }
 

@@ -17,7 +17,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   coreServices, definePlugin, subtitlesExtensionPoint, Type,
-  type Static, type SubtitleFormat, type SubtitleProvider, type SubtitleRegistry, type SubtitleTrack,
+  type SubtitleFormat, type SubtitleProvider, type SubtitleRegistry, type SubtitleTrack,
 } from 'antenna/sdk';
 
 const configSchema = Type.Object({
@@ -76,7 +76,7 @@ function folderProvider(folder: string, subtitles: SubtitleRegistry): SubtitlePr
 export default definePlugin({
   id: 'subtitle-folder',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Subtitles from a folder of their own, named after the media files',
   configSchema,
   dependsOn: ['subtitles'],
@@ -84,7 +84,7 @@ export default definePlugin({
     env.registerInit({
       deps: { config: coreServices.config, host: coreServices.host, subtitles: subtitlesExtensionPoint },
       async init({ config, host, subtitles }) {
-        const folder = path.resolve(host.configDir, (config as Static<typeof configSchema>).path);
+        const folder = path.resolve(host.configDir, config.path);
         subtitles.addProvider(folderProvider(folder, subtitles));
       },
     });

@@ -94,17 +94,17 @@ function guide(config: Config, now: () => number): GuideSource {
 export default definePlugin({
   id: 'tuner-test-pattern',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Test-pattern channels with a generated guide',
   configSchema,
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
       deps: { config: coreServices.config, tuners: tunersExtensionPoint, guides: guidesExtensionPoint, clock: coreServices.clock },
+      // config is typed by configSchema: Static<typeof configSchema>.
       async init({ config, tuners, guides, clock }) {
-        const cfg = config as Config;
-        tuners.addTuner(tuner(cfg));
-        guides.addGuideSource(guide(cfg, () => clock.now()));
+        tuners.addTuner(tuner(config));
+        guides.addGuideSource(guide(config, () => clock.now()));
       },
     });
   },

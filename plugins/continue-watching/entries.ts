@@ -12,7 +12,7 @@
  * explicit user actions (watched, unwatched, delete) are written before they
  * are answered.
  */
-import { errors, type AuthService, type AuthUser, type CatalogItem, type ContentType, type Logger, type VodCatalog } from 'antenna/sdk';
+import { errors, type AuthService, type AuthUser, type CatalogItem, type ContentType, type Logger, type VodCatalogService } from 'antenna/sdk';
 import type { Change, Entry, EntryStore } from './store.js';
 
 /** Past this fraction of its duration a video counts as watched and leaves the list. */
@@ -48,7 +48,7 @@ export class ContinueWatching {
 
   constructor(
     private readonly store: EntryStore,
-    private readonly catalog: VodCatalog,
+    private readonly catalog: VodCatalogService,
     private readonly auth: AuthService,
     private readonly log: Logger,
     private readonly now: () => number,

@@ -5,7 +5,7 @@
  * progress, finished episodes bring the next one in, and play-info carries
  * `resume_position`.
  */
-import { coreServices, definePlugin, Duration, parseDuration, Type, vodCatalogExtensionPoint, type Static } from 'antenna/sdk';
+import { coreServices, definePlugin, Duration, parseDuration, Type, vodCatalogService, vodExtensionPoint } from 'antenna/sdk';
 import { ContinueWatching } from './entries.js';
 import { migrations } from './migrations.js';
 import { continueWatchingRoutes } from './routes.js';
@@ -19,7 +19,7 @@ const configSchema = Type.Object({
 export default definePlugin({
   id: 'continue-watching',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Continue watching: progress, watched state, resume positions and up next',
   configSchema,
   migrations,
@@ -28,13 +28,13 @@ export default definePlugin({
     env.registerInit({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
-        lifecycle: coreServices.lifecycle, logger: coreServices.logger, clock: coreServices.clock, catalog: vodCatalogExtensionPoint,
+        lifecycle: coreServices.lifecycle, logger: coreServices.logger, clock: coreServices.clock,
+        catalog: vodCatalogService, vod: vodExtensionPoint,
       },
-      async init({ config, http, db, auth, lifecycle, logger, clock, catalog }) {
-        const { flushInterval } = config as Static<typeof configSchema>;
+      async init({ config: { flushInterval }, http, db, auth, lifecycle, logger, clock, catalog, vod }) {
         const entries = new ContinueWatching(new EntryStore(db, logger), catalog, auth, logger, () => clock.now(), parseDuration(flushInterval));
-        catalog.onPlay((user, item) => entries.played(user, item));
-        catalog.addPlayInfoField('resume_position', (user, item) => entries.resumePosition(user, item));
+        vod.onPlay((user, item) => entries.played(user, item));
+        vod.addPlayInfoField('resume_position', (user, item) => entries.resumePosition(user, item));
         continueWatchingRoutes(http, { auth, entries });
         lifecycle.onShutdown(() => entries.close());
       },

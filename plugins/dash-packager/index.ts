@@ -4,7 +4,7 @@
  * link() (the $RepresentationID$/$Number$ placeholders stay in the path, the
  * signed key goes in the query), and keeps the MPD dynamic while live.
  */
-import { coreServices, definePlugin, type Packager } from 'antenna/sdk';
+import { definePlugin, dashPackagerService, type Packager } from 'antenna/sdk';
 
 export const dashPackager: Packager = {
   format: 'dash',
@@ -29,9 +29,9 @@ function escapeXml(text: string): string {
 export default definePlugin({
   id: 'dash-packager',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'DASH (fMP4) manifests for live, VOD and recordings',
   register(env) {
-    env.registerInit({ deps: { packagers: coreServices.packagers }, async init({ packagers }) { packagers.add(dashPackager); } });
+    env.registerInit({ deps: {}, provides: { packager: dashPackagerService }, init: () => ({ packager: dashPackager }) });
   },
 });

@@ -1,6 +1,6 @@
 /**
  * Recordings as items of the VOD catalog's "Recordings" library (contentType
- * `recording`; VodCatalog.addLibrary), so browsing, play-info and continue
+ * `recording`; VodCatalogService.addLibrary), so browsing, play-info and continue
  * watching work on them. Item ids are `rec-<id>`.
  */
 import type { AuthService, AuthUser, CatalogItem, CatalogLibrarySource, CatalogPlayInfo } from 'antenna/sdk';

@@ -8,7 +8,9 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { coreServices, definePlugin, Duration, liveTvExtensionPoint, parseDuration, Type, vodCatalogExtensionPoint, type Static } from 'antenna/sdk';
+import {
+  coreServices, dashPackagerService, definePlugin, Duration, hlsPackagerService, liveTvService, parseDuration, Type, vodCatalogService, vodExtensionPoint,
+} from 'antenna/sdk';
 import { RecordingItems, toCatalogItem } from './catalog-items.js';
 import { Dvr, START_TASK_KIND } from './dvr.js';
 import { migrations } from './migrations.js';
@@ -33,7 +35,7 @@ const MIN_FREE_BYTES = 64 * 2 ** 20;
 export default definePlugin({
   id: 'dvr',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Recordings of guide programmes, playable while they record',
   configSchema,
   migrations,
@@ -44,11 +46,10 @@ export default definePlugin({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
-        logger: coreServices.logger, clock: coreServices.clock, packagers: coreServices.packagers, host: coreServices.host,
-        live: liveTvExtensionPoint, catalog: vodCatalogExtensionPoint,
+        logger: coreServices.logger, clock: coreServices.clock, host: coreServices.host,
+        live: liveTvService, catalog: vodCatalogService, vod: vodExtensionPoint, hls: hlsPackagerService, dash: dashPackagerService,
       },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, packagers, host, live, catalog }) {
-        const cfg = config as Static<typeof configSchema>;
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, host, live, catalog, vod, hls, dash }) {
         const root = cfg.path ? path.resolve(host.configDir, cfg.path) : path.join(host.dataDir, 'recordings');
         const now = () => clock.now();
         const store = new RecordingStore(db);
@@ -57,10 +58,10 @@ export default definePlugin({
         });
         const dvr = new Dvr(store, recorder, live, scheduler, logger, now, { root, guideCheckMs: GUIDE_CHECK_MS });
         const items = new RecordingItems(dvr, auth);
-        items.libraryId = await catalog.addLibrary({ name: 'Recordings', source: items });
+        items.libraryId = await vod.addLibrary({ name: 'Recordings', source: items });
         dvr.onPlay((user, rec) => catalog.reportPlay(user, toCatalogItem(rec, items.libraryId)));
         recordingRoutes(http, { auth, dvr });
-        watchRoutes(http, { auth, dvr, recorder, packagers, host, now });
+        watchRoutes(http, { auth, dvr, recorder, packagers: { hls, dash }, host, now });
         scheduler.handle(START_TASK_KIND, (task) => dvr.startDue(Number((task.payload as { id: unknown }).id)));
 
         lifecycle.onStart(async () => {

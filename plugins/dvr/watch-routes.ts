@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type PackagerRegistry } from 'antenna/sdk';
+import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type Packager } from 'antenna/sdk';
 import type { Dvr } from './dvr.js';
 import { dashMpd, hlsMaster, hlsMedia, segmentSecondsOf, type MediaKind } from './manifests.js';
 import type { Recording } from './model.js';
@@ -23,7 +23,7 @@ const CACHED_RECORDINGS = 32;
 
 interface Media { rec: Recording; parts: Part[]; complete: boolean }
 
-export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; recorder: Recorder; packagers: PackagerRegistry; host: HostInfo; now: () => number }): void {
+export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; recorder: Recorder; packagers: Record<PackageFormat, Packager>; host: HostInfo; now: () => number }): void {
   const { auth, dvr, recorder, packagers, host, now } = deps;
   const scope = (request: FastifyRequest) => `recording:${(request.params as { id: unknown }).id}`;
   const config = { auth: 'media' as const, mediaScope: scope };
@@ -65,11 +65,7 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
     }
   }
 
-  function packager(format: PackageFormat) {
-    const p = packagers.get(format);
-    if (!p) throw errors.unavailable(`No ${format} packager is loaded`);
-    return p;
-  }
+  const packager = (format: PackageFormat) => packagers[format];
 
   const send = (reply: FastifyReply, type: string, body: string, complete: boolean) =>
     reply.header('cache-control', complete ? 'private, max-age=10' : 'no-store').type(type).send(body);

@@ -3,7 +3,7 @@
  * segments. Rewrites every URI (media playlists, EXT-X-MAP, segments) through
  * the caller's link(), so players only ever see URLs with a signed key.
  */
-import { coreServices, definePlugin, type Packager } from 'antenna/sdk';
+import { definePlugin, hlsPackagerService, type Packager } from 'antenna/sdk';
 
 export const hlsPackager: Packager = {
   format: 'hls',
@@ -21,9 +21,9 @@ export const hlsPackager: Packager = {
 export default definePlugin({
   id: 'hls-packager',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'HLS (fMP4) manifests for live, VOD and recordings',
   register(env) {
-    env.registerInit({ deps: { packagers: coreServices.packagers }, async init({ packagers }) { packagers.add(hlsPackager); } });
+    env.registerInit({ deps: {}, provides: { packager: hlsPackagerService }, init: () => ({ packager: hlsPackager }) });
   },
 });

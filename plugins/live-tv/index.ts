@@ -1,11 +1,15 @@
 /**
- * live-tv: channels, categories, the guide and favorites. Owns the `tuners` and
- * `guides` extension points: tuner plugins (m3u-tuner, test-pattern) add
- * channels, guide plugins (xmltv-guide) add programmes.
+ * live-tv: channels, categories, the guide, favorites and live sessions. Owns the
+ * `tuners` and `guides` extension points (tuner plugins such as m3u-tuner add
+ * channels, guide plugins such as xmltv-guide add programmes) and offers
+ * `liveTvService` to the plugins that build on live TV (the DVR).
  */
 import { rm, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { coreServices, definePlugin, Duration, errors, guidesExtensionPoint, liveTvExtensionPoint, parseDuration, tunersExtensionPoint, Type, type LiveTvAccess, type Static } from 'antenna/sdk';
+import {
+  coreServices, createServiceRef, dashPackagerService, definePlugin, Duration, errors, guidesExtensionPoint, hlsPackagerService,
+  liveTvService, parseDuration, tunersExtensionPoint, Type, type LiveTvAccess,
+} from 'antenna/sdk';
 import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
@@ -35,10 +39,13 @@ const configSchema = Type.Object({
 
 const REFRESH_KIND = 'livetv.refresh';
 
+/** The plugin's own imports, for its CLI command. */
+const importsService = createServiceRef<LiveTvService>({ id: 'live-tv.imports', owner: 'live-tv' });
+
 export default definePlugin({
   id: 'live-tv',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Live TV channels, program guide and favorites',
   configSchema,
   migrations,
@@ -47,25 +54,20 @@ export default definePlugin({
     const registry = new LiveTvRegistry();
     env.registerExtensionPoint(tunersExtensionPoint, registry.tunerPoint);
     env.registerExtensionPoint(guidesExtensionPoint, registry.guidePoint);
-    let service: LiveTvService | undefined;
-    let sessions: LiveSessions | undefined;
-    env.registerExtensionPoint(liveTvExtensionPoint, accessPoint(registry, () => {
-      if (!service || !sessions) throw new Error('live-tv is used before it has started');
-      return { service, sessions };
-    }));
 
     env.registerInit({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
-        logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg,
-        packagers: coreServices.packagers, host: coreServices.host, paths: coreServices.paths,
+        logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
+        paths: coreServices.paths, hls: hlsPackagerService, dash: dashPackagerService,
       },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, packagers, host, paths }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner } = config as Static<typeof configSchema>;
-        const live = (service = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
+      provides: { access: liveTvService, imports: importsService },
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, hls, dash }) {
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner } = config;
+        const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
           keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner,
-        }));
+        });
         const favorites = new Favorites(db);
         await favorites.load();
         auth.addProfileField('favorites', async (user) => {
@@ -81,10 +83,10 @@ export default definePlugin({
           await rm(workDir, { recursive: true, force: true });
           await mkdir(workDir, { recursive: true, mode: 0o700 });
         });
-        sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
+        const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
         });
-        watchRoutes(http, { auth, sessions, channels: live.channels, packagers, host, segmentSeconds });
+        watchRoutes(http, { auth, sessions, channels: live.channels, packagers: { hls, dash }, host, segmentSeconds });
 
         scheduler.handle(REFRESH_KIND, async (task) => {
           const { type, id } = task.payload as { type: 'tuner' | 'guide'; id: string };
@@ -111,14 +113,16 @@ export default definePlugin({
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });
+        return { access: accessService(registry, live, sessions), imports: live };
       },
     });
 
     env.registerCommand({
       path: ['guide', 'refresh'],
       description: 'Re-import every tuner playlist and guide source now',
-      async run(_args, io) {
-        const summary = await service!.refreshAll((label, f, m) => io.progress.update(label, f, m));
+      deps: { live: importsService },
+      async run(_args, io, { live }) {
+        const summary = await live.refreshAll((label, f, m) => io.progress.update(label, f, m));
         for (const t of summary.tuners) io.out('error' in t ? `tuner ${t.id}: FAILED ${t.error} (previous channels kept)` : `tuner ${t.id}: ${t.channels} channels, ${t.added} new, ${t.removed} gone`);
         for (const g of summary.guides) io.out('error' in g ? `guide ${g.id}: FAILED ${g.error} (previous guide kept)` : `guide ${g.id}: ${g.programmes} programmes, ${g.channels} channels, ${g.skipped} skipped, ${g.warnings} warnings`);
         io.out(`${summary.mapped} channels have guide data`);
@@ -129,21 +133,21 @@ export default definePlugin({
 });
 
 /** The channel, guide and session lookups plugins building on live TV (the DVR) get. */
-function accessPoint(registry: LiveTvRegistry, started: () => { service: LiveTvService; sessions: LiveSessions }): LiveTvAccess {
-  const channel = async (id: number) => (await started().service.channels.current()).byId.get(id);
+function accessService(registry: LiveTvRegistry, service: LiveTvService, sessions: LiveSessions): LiveTvAccess {
+  const channel = async (id: number) => (await service.channels.current()).byId.get(id);
   return {
     async channel(id) {
       const c = await channel(id);
       const tuner = c && registry.tuners.get(c.tunerId);
       return c && tuner ? { id: c.id, name: c.name, number: c.number, tunerId: tuner.id, tunerName: tuner.name, maxStreams: tuner.maxStreams } : undefined;
     },
-    programme: (channelId, programmeId) => started().service.guide.program(channelId, programmeId),
-    programmes: (channelId, from, to) => started().service.guide.programmesOf(channelId, from, to),
-    guideVersion: () => started().service.guide.changeKey(),
+    programme: (channelId, programmeId) => service.guide.program(channelId, programmeId),
+    programmes: (channelId, from, to) => service.guide.programmesOf(channelId, from, to),
+    guideVersion: () => service.guide.changeKey(),
     async hold(channelId, label) {
       const c = await channel(channelId);
       if (!c) throw errors.notFound(`No channel ${channelId}`);
-      return started().sessions.hold(c, label);
+      return sessions.hold(c, label);
     },
   };
 }

@@ -5,8 +5,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import {
-  coreServices, definePlugin, Duration, errors, parseDuration, streamSource, tunersExtensionPoint, Type,
-  type StreamSource, type Static, type Tuner, type TunerChannel,
+  coreServices, definePlugin, Duration, errors, parseDuration, tunersExtensionPoint, Type,
+  type SourceReader, type StreamSource, type Static, type Tuner, type TunerChannel,
 } from 'antenna/sdk';
 import { M3uParser } from './m3u-parser.js';
 import { toTunerChannel } from './channels.js';
@@ -65,10 +65,10 @@ function looksBinary(first: Buffer): boolean {
  * file nor its channels are ever held whole.
  */
 async function* readPlaylist(
-  source: Source, configDir: string, userAgent: string, signal: AbortSignal, progress?: (fraction: number, message?: string) => void,
+  source: Source, sources: SourceReader, userAgent: string, signal: AbortSignal, progress?: (fraction: number, message?: string) => void,
 ): AsyncGenerator<TunerChannel[]> {
   progress?.(0, `fetching ${source.name}`);
-  const { chunks, url, size } = await streamSource(source.url, { signal, baseDir: configDir, userAgent });
+  const { chunks, url, size } = await sources.open(source.url, { signal, userAgent });
   let ready: TunerChannel[] = [];
   let count = 0;
   const parser = new M3uParser({
@@ -102,14 +102,14 @@ async function* readPlaylist(
   progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
 }
 
-function tunerFor(source: Source, configDir: string, version: string): Tuner {
+function tunerFor(source: Source, sources: SourceReader, version: string): Tuner {
   const userAgent = source.userAgent ?? `Antenna/${version}`;
   return {
     id: `m3u:${source.name.replace(/[^\w.:@-]/g, '_')}`,
     name: source.name,
     maxStreams: source.maxStreams,
     refreshMs: parseDuration(source.refresh),
-    listChannels: ({ signal, progress }) => readPlaylist(source, configDir, userAgent, signal, progress),
+    listChannels: ({ signal, progress }) => readPlaylist(source, sources, userAgent, signal, progress),
     async openStream({ channel }) {
       const data = channel.data as { url?: string; headers?: Record<string, string> } | undefined;
       if (!data?.url) throw errors.badGateway(`channel ${channel.name} has no stream URL`);
@@ -121,20 +121,19 @@ function tunerFor(source: Source, configDir: string, version: string): Tuner {
 export default definePlugin({
   id: 'm3u-tuner',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'IPTV M3U playlists as live TV channels',
   configSchema,
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host },
-      async init({ config, tuners, host }) {
-        const { sources } = config as Static<typeof configSchema>;
+      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources },
+      async init({ config, tuners, host, sources: reader }) {
         const names = new Set<string>();
-        for (const source of sources) {
+        for (const source of config.sources) {
           if (names.has(source.name)) throw new Error(`two sources are named ${source.name}; names must be unique`);
           names.add(source.name);
-          tuners.addTuner(tunerFor(source, host.configDir, host.version));
+          tuners.addTuner(tunerFor(source, reader, host.version));
         }
       },
     });

@@ -8,7 +8,7 @@
  */
 import path from 'node:path';
 import {
-  coreServices, definePlugin, Duration, parseDuration, subtitlesExtensionPoint, Type, vodCatalogExtensionPoint, type Static,
+  coreServices, definePlugin, Duration, parseDuration, subtitlesExtensionPoint, Type, vodCatalogService, vodExtensionPoint,
 } from 'antenna/sdk';
 import { EmbeddedExtractor, embeddedProvider } from './embedded.js';
 import { Providers } from './registry.js';
@@ -28,7 +28,7 @@ export const configSchema = Type.Object({
 export default definePlugin({
   id: 'subtitles',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Subtitle tracks of VOD items as WebVTT: embedded text streams, sidecar files and provider plugins',
   configSchema,
   dependsOn: ['vod'],
@@ -40,10 +40,9 @@ export default definePlugin({
       deps: {
         config: coreServices.config, http: coreServices.http, auth: coreServices.auth, jobs: coreServices.jobs,
         ffmpeg: coreServices.ffmpeg, logger: coreServices.logger, paths: coreServices.paths, lifecycle: coreServices.lifecycle,
-        catalog: vodCatalogExtensionPoint,
+        catalog: vodCatalogService, vod: vodExtensionPoint,
       },
-      async init({ config, http, auth, jobs, ffmpeg, logger, paths, lifecycle, catalog }) {
-        const cfg = config as Static<typeof configSchema>;
+      async init({ config: cfg, http, auth, jobs, ffmpeg, logger, paths, lifecycle, catalog, vod }) {
         const extractor = new EmbeddedExtractor(ffmpeg, jobs, logger, path.join(await paths.pluginDir(), 'embedded'));
         // Built-ins first: their tracks lead every listing. Other plugins' providers follow in load order.
         if (cfg.embedded) providers.addProvider(embeddedProvider(extractor));
@@ -51,7 +50,7 @@ export default definePlugin({
         const service = new SubtitleService(providers, catalog, logger, parseDuration(cfg.listTimeout));
         subtitleRoutes(http, { auth, service });
 
-        catalog.addManifestSubtitles(async (user, item, file) => {
+        vod.addManifestSubtitles(async (user, item, file) => {
           const version = (await catalog.files(user, item.id)).findIndex((f) => f.path === file.path);
           if (version < 0) return [];
           const tracks = await service.list(user, { item, file, version }, new AbortController().signal);

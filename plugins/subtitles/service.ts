@@ -5,7 +5,7 @@
  */
 import {
   errors, isAppError, type AuthUser, type CatalogFile, type CatalogItem, type Logger, type SubtitleProvider,
-  type SubtitleRequest, type VodCatalog,
+  type SubtitleRequest, type VodCatalogService,
 } from 'antenna/sdk';
 import { labelsFor, normalizeLanguage } from './language.js';
 import type { Providers } from './registry.js';
@@ -32,7 +32,7 @@ const TRACK_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 export class SubtitleService {
   constructor(
     private readonly providers: Providers,
-    private readonly catalog: VodCatalog,
+    private readonly catalog: VodCatalogService,
     private readonly log: Logger,
     /** A provider that has not listed its tracks by then is left out of the listing. */
     private readonly listTimeoutMs: number,

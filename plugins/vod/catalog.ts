@@ -1,8 +1,9 @@
 /**
- * The vod plugin's side of the SDK's VodCatalog: lookups for the plugins that
- * build on VOD, and the hooks they add to play-info and manifests.
+ * What the vod plugin offers the plugins that build on VOD: lookups
+ * (vodCatalogService) and what they add to play-info, manifests and the
+ * libraries (vodExtensionPoint). One object serves both, as SDK 1.0's VodCatalogService did.
  */
-import type { AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, Logger, ManifestSubtitle, VodCatalog } from 'antenna/sdk';
+import type { AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, Logger, ManifestSubtitle, VodCatalogService, VodExtensions } from 'antenna/sdk';
 import { isItemId } from './access.js';
 import { PLAYABLE, type Item, type MediaFile } from './model.js';
 import type { VodStore } from './store.js';
@@ -14,27 +15,14 @@ export function toCatalogFile(file: MediaFile): CatalogFile {
   return { path: file.path, size: file.size, mtimeMs: file.mtimeMs, duration: file.info?.duration ?? 0, subtitles: file.info?.subtitles ?? [] };
 }
 
-export class Catalog implements VodCatalog {
+export class Catalog implements VodCatalogService, VodExtensions {
   private readonly playListeners: ((user: AuthUser, item: CatalogItem) => void)[] = [];
   private readonly playInfoFields: PlayInfoField[] = [];
   private readonly subtitleSources: SubtitleSource[] = [];
   /** Libraries other plugins provide, by library id. */
   private readonly provided = new Map<number, CatalogLibrarySource>();
-  private store?: VodStore;
-  private auth?: AuthService;
-  private log?: Logger;
 
-  /** Called from the plugin's init, once the store and auth exist. */
-  attach(store: VodStore, auth: AuthService, log: Logger): void {
-    this.store = store;
-    this.auth = auth;
-    this.log = log;
-  }
-
-  private get db(): VodStore {
-    if (!this.store) throw new Error('the VOD catalog is used before the vod plugin started');
-    return this.store;
-  }
+  constructor(private readonly db: VodStore, private readonly auth: AuthService, private readonly log: Logger) {}
 
   async toCatalogItem(item: Item): Promise<CatalogItem> {
     const versions = await this.db.versions(item.id);
@@ -48,7 +36,7 @@ export class Catalog implements VodCatalog {
   private async visible(user: AuthUser, id: string): Promise<Item | undefined> {
     if (!isItemId(id)) return undefined;
     const item = await this.db.item(id);
-    return item && PLAYABLE.has(item.type) && this.auth!.canAccessLibrary(user, item.libraryId) ? item : undefined;
+    return item && PLAYABLE.has(item.type) && this.auth.canAccessLibrary(user, item.libraryId) ? item : undefined;
   }
 
   async addLibrary(library: { name: string; source: CatalogLibrarySource }): Promise<number> {
@@ -71,7 +59,7 @@ export class Catalog implements VodCatalog {
   /** An item of a provided library, if the user may see it. */
   async providedItem(user: AuthUser, id: string): Promise<{ item: CatalogItem; source: CatalogLibrarySource } | undefined> {
     const owner = this.providerOf(id);
-    if (!owner || !this.auth!.canAccessLibrary(user, owner.libraryId)) return undefined;
+    if (!owner || !this.auth.canAccessLibrary(user, owner.libraryId)) return undefined;
     const item = await owner.source.item(id);
     return item && { item, source: owner.source };
   }
@@ -117,14 +105,14 @@ export class Catalog implements VodCatalog {
 
   reportPlay(user: AuthUser, item: CatalogItem): void {
     for (const listener of this.playListeners) {
-      try { listener(user, item); } catch (err) { this.log?.warn({ err, item: item.id }, 'a play listener failed'); }
+      try { listener(user, item); } catch (err) { this.log.warn({ err, item: item.id }, 'a play listener failed'); }
     }
   }
 
   /** Tell listeners a user started playing (never throws, never waits). */
   played(user: AuthUser, item: Item): void {
     if (!this.playListeners.length) return;
-    void this.toCatalogItem(item).then((ci) => this.reportPlay(user, ci), (err) => this.log?.warn({ err, item: item.id }, 'play listeners skipped'));
+    void this.toCatalogItem(item).then((ci) => this.reportPlay(user, ci), (err) => this.log.warn({ err, item: item.id }, 'play listeners skipped'));
   }
 
   /** The extra play-info fields other plugins add (for a vod item, or a provided library's). */
@@ -144,7 +132,7 @@ export class Catalog implements VodCatalog {
     if (!this.subtitleSources.length) return [];
     const ci = await this.toCatalogItem(item);
     const lists = await Promise.all(this.subtitleSources.map((s) => s(user, ci, toCatalogFile(file)).catch((err) => {
-      this.log?.warn({ err, item: item.id }, 'a subtitle source failed; the manifest lists no subtitles from it');
+      this.log.warn({ err, item: item.id }, 'a subtitle source failed; the manifest lists no subtitles from it');
       return [];
     })));
     return lists.flat();

@@ -6,7 +6,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { coreServices, definePlugin, Duration, parseDuration, Type, vodCatalogExtensionPoint, type Static } from 'antenna/sdk';
+import { coreServices, createServiceRef, definePlugin, Duration, parseDuration, Type, vodCatalogService, vodExtensionPoint, type Static } from 'antenna/sdk';
 import { Catalog } from './catalog.js';
 import { migrations } from './migrations.js';
 import { DEMO_LIBRARIES, ensureDemoMedia } from './demo-library.js';
@@ -46,20 +46,17 @@ export type VodConfig = Static<typeof configSchema>;
 
 const SCAN_KIND = 'vod.scan';
 
+/** The plugin's own store and scanner, for its CLI command. */
+const scanningService = createServiceRef<{ store: VodStore; scanner: LibraryScanner }>({ id: 'vod.scanning', owner: 'vod' });
+
 export default definePlugin({
   id: 'vod',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'Movie and show libraries: scanning, browsing, direct play and on-demand HLS/DASH transcoding',
   configSchema,
   migrations,
-  dependsOn: ['hls-packager', 'dash-packager'],
   register(env) {
-    let scanner: LibraryScanner | undefined;
-    let store: VodStore | undefined;
-    const catalog = new Catalog();
-    env.registerExtensionPoint(vodCatalogExtensionPoint, catalog);
-
     env.registerInit({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
@@ -67,17 +64,17 @@ export default definePlugin({
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
         paths: coreServices.paths,
       },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths }) {
-        const cfg = config as VodConfig;
-        store = new VodStore(db);
+      provides: { catalog: vodCatalogService, extensions: vodExtensionPoint, scanning: scanningService },
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths }) {
+        const store = new VodStore(db);
         const demoDir = path.join(host.dataDir, 'demo-media');
         const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
         await store.syncLibraries([
           ...cfg.libraries.map((l) => ({ ...l, paths: l.paths.map((p) => path.resolve(host.configDir, p)) })),
           ...demoLibraries,
         ]);
-        catalog.attach(store, auth, logger);
-        scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
+        const catalog = new Catalog(store, auth, logger);
+        const scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
 
         const workDir = path.join(await paths.pluginDir(), 'transcode');
         // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
@@ -92,18 +89,19 @@ export default definePlugin({
         playRoutes(http, { auth, store, host, logger, catalog });
         transcodeRoutes(http, { auth, store, host, transcoder, catalog });
 
-        scheduler.handle(SCAN_KIND, async () => { await scanner!.scanAll(); });
-        lifecycle.onShutdown(() => scanner!.stop());
+        scheduler.handle(SCAN_KIND, async () => { await scanner.scanAll(); });
+        lifecycle.onShutdown(() => scanner.stop());
         lifecycle.onStart(async () => {
           const everyMs = parseDuration(cfg.scanInterval);
           if (everyMs > 0) await scheduler.schedule({ id: 'vod:scan', kind: SCAN_KIND, at: clock.now() + everyMs, everyMs });
           else await scheduler.cancel('vod:scan');
-          if (cfg.initialScan === 'skip' || !store!.libraries().length) return;
+          if (cfg.initialScan === 'skip' || !store.libraries().length) return;
           const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve())
-            .then(() => scanner!.scanAll()); // the scanner logs one summary line per library
+            .then(() => scanner.scanAll()); // the scanner logs one summary line per library
           if (cfg.initialScan === 'await') await scanning;
           else scanning.catch((err) => logger.error({ err }, 'initial scan failed'));
         });
+        return { catalog, extensions: catalog, scanning: { store, scanner } };
       },
     });
 
@@ -111,12 +109,13 @@ export default definePlugin({
       path: ['library', 'scan'],
       usage: 'library scan [ID]',
       description: 'Scan every library now, or the one with this id',
-      async run(args, io) {
-        const libs = store!.libraries().filter((l) => l.type !== 'recordings');
+      deps: { scanning: scanningService },
+      async run(args, io, { scanning: { store, scanner } }) {
+        const libs = store.libraries().filter((l) => l.type !== 'recordings');
         const wanted = args[0] === undefined ? libs : libs.filter((l) => String(l.id) === args[0]);
         if (args[0] !== undefined && !wanted.length) throw new Error(`no library ${args[0]} (libraries: ${libs.map((l) => `${l.id} ${l.name}`).join(', ') || 'none'})`);
         for (const lib of wanted) {
-          const s = await scanner!.scan(lib, (fraction, message) => io.progress.update(lib.name, fraction, message));
+          const s = await scanner.scan(lib, (fraction, message) => io.progress.update(lib.name, fraction, message));
           io.progress.done(lib.name);
           io.out(`library ${lib.id} ${lib.name}: ${s.files} files, ${s.added} new, ${s.changed} changed, ${s.removed} removed, ${s.unreadable} unreadable, ${s.items} items`);
         }

@@ -5,7 +5,7 @@
  */
 import type { CatalogSubtitleStream, ProbeResult } from 'antenna/sdk';
 
-/** `recordings`: a library another plugin provides (the DVR's), see VodCatalog.addLibrary. */
+/** `recordings`: a library another plugin provides (the DVR's), see VodCatalogService.addLibrary. */
 export type LibraryType = 'movies' | 'shows' | 'recordings';
 export type ItemType = 'movie' | 'series' | 'season' | 'episode';
 

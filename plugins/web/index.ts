@@ -68,7 +68,7 @@ export function webRoutes(http: HttpScope, files: Map<string, StaticFile> | unde
 export default definePlugin({
   id: 'web',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'The web client: sign in, live TV and guide, recordings, libraries and playback',
   configSchema,
   // The app uses every feature's routes; listing web brings them all (PRODUCT.md §1).

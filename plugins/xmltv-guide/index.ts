@@ -6,9 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import {
-  coreServices, definePlugin, Duration, guidesExtensionPoint, openSource, parseDuration, redactUrl, Type,
-  type GuideSource, type Static,
+  coreServices, definePlugin, Duration, guidesExtensionPoint, parseDuration, Type,
+  type GuideSource, type SourceReader, type Static,
 } from 'antenna/sdk';
 import { parseXmltv } from './xmltv-parser.js';
 
@@ -29,17 +30,18 @@ const configSchema = Type.Object({
 
 type Config = Static<typeof configSchema>;
 
-function guideFor(source: Static<typeof SourceSchema>, config: Config, configDir: string, clock: { now(): number }): GuideSource {
+function guideFor(source: Static<typeof SourceSchema>, config: Config, sources: SourceReader, clock: { now(): number }): GuideSource {
   // Unnamed: the file name, from the URL without its credentials (http://user:pass@host has no path).
-  const shown = redactUrl(source.url);
+  const shown = sources.redact(source.url);
   const name = source.name ?? (path.basename(shown.split('?')[0]!) || shown);
   return {
     id: `xmltv:${source.name ? source.name.replace(/[^\w.:@-]/g, '_') : createHash('sha1').update(source.url).digest('hex').slice(0, 12)}`,
     name,
     refreshMs: parseDuration(source.refresh),
     async load({ signal, sink }) {
-      const opened = await openSource(source.url, { signal, baseDir: configDir });
-      return parseXmltv(opened.stream, sink, {
+      // No size limit: real guides run to hundreds of megabytes and are parsed as they arrive.
+      const opened = await sources.open(source.url, { signal, maxBytes: Number.MAX_SAFE_INTEGER });
+      return parseXmltv(Readable.from(opened.chunks), sink, {
         signal, totalBytes: opened.size, now: clock.now(), maxAgeMs: parseDuration(config.maxAge),
         preferredLanguage: source.preferredLanguage ?? config.preferredLanguage,
       });
@@ -50,16 +52,15 @@ function guideFor(source: Static<typeof SourceSchema>, config: Config, configDir
 export default definePlugin({
   id: 'xmltv-guide',
   version: '1.0.0',
-  host: '^1',
+  host: '^1.1',
   description: 'XMLTV program guides',
   configSchema,
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, guides: guidesExtensionPoint, host: coreServices.host, clock: coreServices.clock },
-      async init({ config, guides, host, clock }) {
-        const cfg = config as Config;
-        for (const source of cfg.sources) guides.addGuideSource(guideFor(source, cfg, host.configDir, clock));
+      deps: { config: coreServices.config, guides: guidesExtensionPoint, sources: coreServices.sources, clock: coreServices.clock },
+      async init({ config, guides, sources, clock }) {
+        for (const source of config.sources) guides.addGuideSource(guideFor(source, config, sources, clock));
       },
     });
   },

@@ -187,12 +187,12 @@ async function guideImport(dataDir: string, playlist: string, guide: string): Pr
   };
 
   // `antenna guide refresh`: the tuner, then the guide (import 1).
-  const command = host.host.commands.find((c) => c.path.join(' ') === 'guide refresh');
+  const command = host.host.findCommand(['guide', 'refresh'])?.entry;
   if (!command) throw new Error('no guide refresh command');
   const t0 = process.hrtime.bigint();
   out({ phase: 'tuner', at: Date.now() });
   const lines: string[] = [];
-  await command.run([], { progress: { update() {}, done() {} }, out: (l) => lines.push(l) });
+  await host.host.runCommand(command, [], { progress: { update() {}, done() {} }, out: (l) => lines.push(l) });
   const refreshAllSeconds = secondsSince(t0);
   const service = await caught;
   const source = (service as any).registry.guides.get('xmltv:bench') as GuideSource;
@@ -227,7 +227,7 @@ async function m3uImport(dataDir: string, playlist: string, changed?: string): P
   const caught = catchService();
   const host = await start(dataDir, playlist, undefined, false);
   const sql = sqlTiming(host);
-  const command = host.host.commands.find((c) => c.path.join(' ') === 'guide refresh')!;
+  const command = host.host.findCommand(['guide', 'refresh'])?.entry!;
   const proto = LiveTvService.prototype as any;
   const refreshTuner = proto.refreshTuner; // the catching wrapper
   const runs: Record<string, unknown>[] = [];
@@ -267,7 +267,7 @@ async function m3uImport(dataDir: string, playlist: string, changed?: string): P
     });
     return result;
   };
-  await command.run([], { progress: { update() {}, done() {} }, out: () => {} });
+  await host.host.runCommand(command, [], { progress: { update() {}, done() {} }, out: () => {} });
   const service = await caught;
   const tuner = (service as any).registry.tuners.get('m3u:bench') as Tuner;
   await service.refreshTuner(tuner); // again: every channel known, nothing changed
@@ -285,8 +285,8 @@ async function serve(dataDir: string, playlist: string, guide: string | undefine
   const caught = catchService();
   const host = await start(dataDir, playlist, guide, true);
   if (importFirst) {
-    const command = host.host.commands.find((c) => c.path.join(' ') === 'guide refresh')!;
-    await command.run([], { progress: { update() {}, done() {} }, out: () => {} });
+    const command = host.host.findCommand(['guide', 'refresh'])?.entry!;
+    await host.host.runCommand(command, [], { progress: { update() {}, done() {} }, out: () => {} });
     await caught;
   }
   const channels = await countChannels(host);

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { resolveBinaries } from '../../core/ffmpeg/resolve.js';
-import { FfmpegSupervisor, makeRedactor, secretsInArgs } from '../../core/ffmpeg/supervisor.js';
+import { FfmpegSupervisor } from '../../core/ffmpeg/supervisor.js';
+import { makeRedactor, secretsInArgs } from '../../core/redact.js';
 import type { ExitInfo, FfmpegProcess } from '../../sdk/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -134,3 +134,70 @@ t.test('plugin loader', async (t) => {
     await t.rejects(createTestHost({ plugins: { [orphan]: {} } }), /plugin orphan: needs extension point nobody\.here/);
   });
 });
+
+t.test('SDK 1.1: services between plugins, init order from the refs used', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-services-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  // "owner" offers a service; "user" names it. Nothing in dependsOn says who goes first.
+  const owner = await writePlugin(dir, 'owner', `
+    const counter = sdk.createServiceRef({ id: 'owner.counter', owner: 'owner' });
+    module.exports = sdk.definePlugin({ id: 'owner', version: '1.0.0', host: '^1.1',
+      register(env) {
+        env.registerInit({ deps: { logger: sdk.coreServices.logger }, provides: { counter },
+          async init() { (globalThis.__order ??= []).push('owner'); let n = 0; return { counter: { next: () => ++n } }; } });
+      } });`);
+  // The ref is the same by id wherever it is made (a plugin's api module, another copy of the SDK).
+  const user = await writePlugin(dir, 'user', `
+    const counter = sdk.createServiceRef({ id: 'owner.counter', owner: 'owner' });
+    module.exports = sdk.definePlugin({ id: 'user', version: '1.0.0', host: '^1.1',
+      register(env) {
+        env.registerInit({ deps: { counter, http: sdk.coreServices.http },
+          async init({ counter, http }) { (globalThis.__order ??= []).push('user'); http.get('/user/next', async () => ({ n: counter.next() })); } });
+        env.registerCommand({ path: ['user', 'next'], description: 'next', deps: { counter },
+          async run(args, io, { counter }) { io.out(String(counter.next())); } });
+      } });`);
+
+  t.test('a consumer listed before the owner of what it uses still inits after it', async (t) => {
+    (globalThis as any).__order = [];
+    const host = await createTestHost({ plugins: { [user]: {}, [owner]: {} } });
+    t.teardown(() => host.close());
+    t.same((globalThis as any).__order, ['owner', 'user']);
+    t.same((await host.inject({ method: 'GET', url: '/user/next', headers: host.authHeaders })).json(), { n: 1 });
+    const lines: string[] = [];
+    const found = host.host.findCommand(['user', 'next'])!;
+    await host.host.runCommand(found.entry, found.args, { progress: { update() {}, done() {} }, out: (l) => lines.push(l) });
+    t.same(lines, ['2'], 'a command gets the services its deps name: the same instance the routes use');
+  });
+
+  t.test('a service whose owner is not enabled stops start-up naming both and the ref', async (t) => {
+    await t.rejects(createTestHost({ plugins: { [user]: {} } }),
+      /plugin user: needs service owner\.counter of plugin owner, which is not enabled \(list owner under plugins: or in user's dependsOn\)/);
+  });
+
+  t.test('plugins using each other in a cycle stop start-up, naming the plugins and the refs', async (t) => {
+    const a = await writePlugin(dir, 'ring-a', `
+      module.exports = sdk.definePlugin({ id: 'ring-a', version: '1.0.0', host: '^1.1',
+        register(env) { env.registerInit({ deps: { b: sdk.createServiceRef({ id: 'ring-b.api', owner: 'ring-b' }) },
+          provides: { a: sdk.createServiceRef({ id: 'ring-a.api', owner: 'ring-a' }) }, async init() { return { a: {} }; } }); } });`);
+    const b = await writePlugin(dir, 'ring-b', `
+      module.exports = sdk.definePlugin({ id: 'ring-b', version: '1.0.0', host: '^1.1',
+        register(env) { env.registerInit({ deps: { a: sdk.createServiceRef({ id: 'ring-a.api', owner: 'ring-a' }) },
+          provides: { b: sdk.createServiceRef({ id: 'ring-b.api', owner: 'ring-b' }) }, async init() { return { b: {} }; } }); } });`);
+    await t.rejects(createTestHost({ plugins: { [a]: {}, [b]: {} } }),
+      /plugins use each other in a cycle: ring-a \(uses ring-b\.api\) -> ring-b \(uses ring-a\.api\) -> ring-a/);
+  });
+
+  t.test('an init that does not return a service it provides stops start-up', async (t) => {
+    const lazy = await writePlugin(dir, 'lazy', `
+      module.exports = sdk.definePlugin({ id: 'lazy', version: '1.0.0', host: '^1.1',
+        register(env) { env.registerInit({ deps: {}, provides: { api: sdk.createServiceRef({ id: 'lazy.api', owner: 'lazy' }) }, async init() {} }); } });`);
+    await t.rejects(createTestHost({ plugins: { [lazy]: {} } }), /plugin lazy: init did not return api, the lazy\.api it provides/);
+  });
+
+  t.test('a command naming a service nobody enabled provides is refused at start', async (t) => {
+    const cmd = await writePlugin(dir, 'cmd', `
+      module.exports = sdk.definePlugin({ id: 'cmd', version: '1.0.0', host: '^1.1',
+        register(env) { env.registerCommand({ path: ['cmd'], description: 'x', deps: { x: sdk.createServiceRef({ id: 'gone.api', owner: 'gone' }) }, async run() {} }); } });`);
+    await t.rejects(createTestHost({ plugins: { [cmd]: {} } }), /plugin cmd: needs service gone\.api of plugin gone, which is not enabled/);
+  });
+});

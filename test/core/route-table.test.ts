@@ -13,7 +13,7 @@ import { firstPartyNames } from '../../core/plugins/loader.js';
 import { REPO_ROOT, expectError, tmpDir } from '../helpers/http.js';
 
 const SDK = path.join(REPO_ROOT, 'dist/sdk/index.js');
-const HELLO = path.join(REPO_ROOT, 'examples/hello-world');
+const HELLO = path.join(REPO_ROOT, 'dist/examples/hello-world');
 
 const CORE_PUBLIC = [
   'POST /login',

@@ -45,7 +45,7 @@ t.test('live TV plays in Chromium with hls.js and dash.js', { skip }, async (t) 
   const { host, pages, browser } = await rig.start(createTestHost({
     listen: true,
     baseDir: REPO_ROOT,
-    plugins: { 'live-tv': { initialImport: 'await' }, './examples/tuner-test-pattern': { channels: 1, size: '640x360' } },
+    plugins: { 'live-tv': { initialImport: 'await' }, './dist/examples/tuner-test-pattern': { channels: 1, size: '640x360' } },
   }), PLAYER_PAGE);
   t.comment(`Antenna ${host.url}, page server ${pages.url}, ${browser.version()} (setup ${Date.now() - started} ms)`);
   t.not(new URL(pages.url).origin, new URL(host.url).origin, 'the page is on another origin than Antenna');

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
-import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type PackagerRegistry } from 'antenna/sdk';
+import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type Packager } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
@@ -19,7 +19,7 @@ const SEGMENT_WAIT_POLL_MS = 100;
 const PLAYLIST_MAX_AGE_MS = 250;
 
 export function watchRoutes(http: HttpScope, deps: {
-  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; packagers: PackagerRegistry; host: HostInfo; segmentSeconds: number;
+  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; packagers: Record<PackageFormat, Packager>; host: HostInfo; segmentSeconds: number;
 }): void {
   const { auth, sessions, channels, packagers, host, segmentSeconds } = deps;
   const mediaScope = (request: FastifyRequest) => `live:${(request.params as { channel_id: unknown }).channel_id}`;
@@ -38,8 +38,7 @@ export function watchRoutes(http: HttpScope, deps: {
   }
 
   async function manifest(format: PackageFormat, session: LiveSession, key: string): Promise<{ body: string; type: string }> {
-    const packager = packagers.get(format);
-    if (!packager) throw errors.unavailable(`No ${format} packager is loaded`);
+    const packager = packagers[format];
     let attempt = session.attempt;
     let text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8').catch(() => undefined);
     if (text === undefined) {
@@ -120,7 +119,7 @@ export function watchRoutes(http: HttpScope, deps: {
       }
       if (text === undefined) throw errors.notFound('No such playlist');
       const key = keyFor(auth.requireUser(request), channel_id);
-      const body = continuePlaylist(packagers.get('hls')!.rewrite(text, (f) => `/watch/live/${channel_id}/s/${current}/${f}?key=${key}`), session, current);
+      const body = continuePlaylist(packagers.hls.rewrite(text, (f) => `/watch/live/${channel_id}/s/${current}/${f}?key=${key}`), session, current);
       return reply.header('cache-control', 'no-store').type('application/vnd.apple.mpegurl').send(body);
     }
     if (!/\.(mp4|m4s)$/.test(file)) throw errors.notFound('No such segment');

@@ -148,11 +148,11 @@ export async function startHost(t: Tap, options: {
 
 /** Runs `antenna guide refresh` in the host: resolves with its output lines, or rejects (with the lines on the error). */
 export async function refresh(host: TestHost): Promise<string[]> {
-  const command = host.host.commands.find((c) => c.path.join(' ') === 'guide refresh');
+  const command = host.host.findCommand(['guide', 'refresh'])?.entry;
   if (!command) throw new Error('no guide refresh command');
   const lines: string[] = [];
   try {
-    await command.run([], { progress: { update() {}, done() {} }, out: (line) => lines.push(line) });
+    await host.host.runCommand(command, [], { progress: { update() {}, done() {} }, out: (line) => lines.push(line) });
   } catch (err) {
     (err as Error & { lines?: string[] }).lines = lines;
     throw err;

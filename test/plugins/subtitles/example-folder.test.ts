@@ -29,7 +29,7 @@ t.test('a subtitle provider plugin written against the SDK', async (t) => {
 
   const host = await vodHost([{ name: 'Movies', type: 'movies', paths: [movies] }], {
     baseDir: REPO_ROOT,
-    plugins: { './examples/subtitle-folder': { path: folder } },
+    plugins: { './dist/examples/subtitle-folder': { path: folder } },
   });
   t.teardown(() => host.close());
   t.ok(host.host.plugins.some((p) => p.def.id === 'subtitles'), 'the example brings the subtitles plugin it depends on');

@@ -1,6 +1,6 @@
 /**
- * streamSource: a playlist or guide read as chunks (gunzipped by content), with
- * the failures readSource reports, and readSource on top of it.
+ * The `sources` core service: a playlist or guide read as chunks (gunzipped by
+ * content), with the failures it reports.
  */
 import t from 'tap';
 import http from 'node:http';
@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { openSource, readSource, streamSource } from '../../sdk/source.js';
+import { openSource, SourceReaderImpl, streamSource } from '../../core/sources.js';
 
 async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -34,7 +34,7 @@ t.test('streamSource', async (t) => {
     t.equal(source.url, `file://${path.join(dir, name)}`);
     t.equal(source.size, (await import('node:fs')).statSync(path.join(dir, name)).size, `${name}: size as stored`);
     t.equal((await collect(source.chunks)).toString('utf8'), text, `${name}: the bytes, decompressed`);
-    t.equal((await readSource(name, { baseDir: dir })).data.toString('utf8'), text, `${name}: readSource too`);
+    t.equal((await collect((await new SourceReaderImpl(dir).open(name)).chunks)).toString('utf8'), text, `${name}: through the service, relative to its directory`);
   }
   t.equal((await collect((await streamSource('tiny', { baseDir: dir })).chunks)).toString(), 'x', 'a one-byte file');
 

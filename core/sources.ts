@@ -5,7 +5,9 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGunzip } from 'node:zlib';
-import { errors } from './errors.js';
+import { errors } from '../sdk/errors.js';
+import type { SourceChunks, SourceOptions, SourceReader } from '../sdk/services.js';
+import { redact } from './redact.js';
 
 export interface OpenedSource {
   stream: Readable;
@@ -15,26 +17,13 @@ export interface OpenedSource {
   url: string;
 }
 
-export interface SourceOptions {
-  signal?: AbortSignal;
-  /** Relative paths are resolved against this directory (the config file's). */
-  baseDir?: string;
-  /**
-   * Give up when the server has not answered within this time, or sends nothing for this long
-   * while its bytes are wanted (default 30 s). A download that keeps going is never cut, however
-   * long it takes (a 300 MB guide over a slow link).
-   */
-  timeoutMs?: number;
-  userAgent?: string;
-}
-
 /**
  * Opens a playlist or guide given as a local path, a file:// URL or an
  * http(s) URL, as a byte stream. Failures (missing file, DNS, refused
  * connection, HTTP errors, a server that stops answering) throw a 502 AppError
  * with a message that names the source, never a hang.
  */
-export async function openSource(location: string, options: SourceOptions = {}): Promise<OpenedSource> {
+export async function openSource(location: string, options: Omit<SourceOptions, 'maxBytes'> = {}): Promise<OpenedSource> {
   const { signal, baseDir = process.cwd(), timeoutMs = 30_000 } = options;
   if (/^https?:\/\//i.test(location)) {
     // Not AbortSignal.timeout: fetch's signal also governs the body, so a timeout for the whole
@@ -96,15 +85,6 @@ export async function openSource(location: string, options: SourceOptions = {}):
   return { stream: createReadStream(file, { highWaterMark: 256 * 1024, signal }), size, url: `file://${file}` };
 }
 
-export interface SourceChunks {
-  /** The bytes in order, gunzipped when the source is gzip (by content, not by name). Iterate once. */
-  chunks: AsyncIterable<Buffer>;
-  /** Bytes as stored or sent (compressed, for gzip), when known. */
-  size?: number;
-  /** The absolute URL (file:// for files), e.g. to resolve relative links. */
-  url: string;
-}
-
 /**
  * The source as a stream of byte chunks, for parsing while it is read (the
  * whole file never sits in memory), gunzipped when it is gzip, at most
@@ -160,14 +140,6 @@ async function* readChunks(opened: OpenedSource, location: string, maxBytes: num
   }
 }
 
-/** The whole source in memory, gunzipped when it is gzip (by content, not by name), at most maxBytes. */
-export async function readSource(location: string, options: SourceOptions & { maxBytes?: number } = {}): Promise<{ data: Buffer; url: string }> {
-  const source = await streamSource(location, options);
-  const chunks: Buffer[] = [];
-  for await (const chunk of source.chunks) chunks.push(chunk);
-  return { data: Buffer.concat(chunks), url: source.url };
-}
-
 /**
  * `http://user:pass@host/…` as fetch takes it: the URL without its credentials, which fetch
  * refuses, and them as Basic authorization (what curl, VLC and Kodi send for such a URL).
@@ -186,7 +158,15 @@ function withoutCredentials(location: string): { url: string; headers: Record<st
   return { url: url.href, headers: { authorization: `Basic ${Buffer.from(user).toString('base64')}` } };
 }
 
-/** Credentials in source URLs never reach a log or an error message. */
-export function redact(url: string): string {
-  return url.replace(/\/\/[^/@\s]*@/, '//***@').replace(/([?&](?:api_key|apikey|key|token|password|pass|username|user|auth)=)[^&#]*/gi, '$1***');
+/** The `sources` core service: relative paths resolve against the config file's directory. */
+export class SourceReaderImpl implements SourceReader {
+  constructor(private readonly configDir: string) {}
+
+  open(location: string, options: SourceOptions = {}): Promise<SourceChunks> {
+    return streamSource(location, { baseDir: this.configDir, ...options });
+  }
+
+  redact(text: string): string {
+    return redact(text);
+  }
 }
