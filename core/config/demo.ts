@@ -16,7 +16,7 @@ export function demoConfig(): Record<string, unknown> {
       'continue-watching': {},
       subtitles: {},
       web: {},
-      // Resolved against the repository, wherever the server is started from.
+      // dist/examples, shipped in the package: found wherever the server is started from.
       [path.resolve(__dirname, '../../examples/tuner-test-pattern')]: { channels: 3 },
     },
   };

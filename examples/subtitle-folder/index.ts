@@ -8,7 +8,8 @@
  *   /srv/subtitles/Heat (1995).de.forced.ass
  *
  *   plugins:
- *     ./examples/subtitle-folder: { path: /srv/subtitles }
+ *     ./dist/examples/subtitle-folder: { path: /srv/subtitles }   # in this repository
+ *     antenna-subtitle-folder: { path: /srv/subtitles }           # installed as a package
  *
  * Its tracks are listed after the built-in ones and served at
  * /api/items/{id}/subtitle/folder/<n>.

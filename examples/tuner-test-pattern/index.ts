@@ -5,7 +5,8 @@
  * something to watch and a populated guide.
  *
  *   plugins:
- *     ./examples/tuner-test-pattern: { channels: 3 }
+ *     ./dist/examples/tuner-test-pattern: { channels: 3 }   # in this repository
+ *     antenna-tuner-test-pattern: { channels: 3 }           # installed as a package
  */
 import {
   coreServices, definePlugin, guidesExtensionPoint, tunersExtensionPoint, Type,
