@@ -22,6 +22,7 @@ import { createHttp } from './http/app.js';
 import { loadPlugins, type LoadedPlugin } from './plugins/loader.js';
 import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
 import { resolveBinaries } from './ffmpeg/resolve.js';
+import { reapLeftovers } from './ffmpeg/leftovers.js';
 import { JobManagerImpl } from './jobs/job-manager.js';
 import { SchedulerImpl } from './jobs/scheduler.js';
 import { jobRoutes } from './jobs/routes.js';
@@ -126,7 +127,10 @@ export class Host {
     }, () => this.clock.now());
 
     const binaries = resolveBinaries(config.ffmpeg);
-    this.ffmpeg = new FfmpegSupervisor(this.logger.child({ component: 'ffmpeg' }), binaries);
+    const ffmpegLog = this.logger.child({ component: 'ffmpeg' });
+    const runDir = path.join(dataDir, 'run');
+    await reapLeftovers(runDir, ffmpegLog);
+    this.ffmpeg = new FfmpegSupervisor(ffmpegLog, binaries, { runDir });
     this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
     const events = new EventBusImpl(this.logger);
