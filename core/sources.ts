@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createGunzip } from 'node:zlib';
 import { errors } from '../sdk/errors.js';
 import type { SourceChunks, SourceOptions, SourceReader } from '../sdk/services.js';
-import { redact } from './redact.js';
+import { redact, secretsIn } from './redact.js';
 
 export interface OpenedSource {
   stream: Readable;
@@ -168,5 +168,9 @@ export class SourceReaderImpl implements SourceReader {
 
   redact(text: string): string {
     return redact(text);
+  }
+
+  secretsOf(text: string): string[] {
+    return secretsIn(text);
   }
 }

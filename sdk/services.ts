@@ -287,8 +287,17 @@ export interface SourceChunks {
 export interface SourceReader {
   /** The source as byte chunks, for parsing while it downloads; the whole file never sits in memory. */
   open(location: string, options?: SourceOptions): Promise<SourceChunks>;
-  /** A URL or text with credentials (user:pass@, secret query values, known secrets) replaced by `***`, for logs and messages. */
+  /**
+   * A URL or text with credentials replaced by `***`, for logs and messages: `user:pass@`,
+   * secret query values (password, token, key…), Xtream-style path credentials
+   * (`/live/<user>/<password>/<id>.ts`, `http://host/<user>/<password>/<id>`) and auth headers.
+   */
   redact(text: string): string;
+  /**
+   * The credentials those rules find in a URL or text (`user`, `pass`, query values…): what a
+   * tuner hands over as `StreamSource.secrets`, so that they are redacted wherever they appear.
+   */
+  secretsOf(text: string): string[];
 }
 
 export type { DependencyContainer };
