@@ -110,6 +110,14 @@ export class Host {
     return `http://${shownHost}:${port}`;
   }
 
+  /** The URL of the listening server as seen from this machine; undefined before listen(). */
+  get localUrl(): string | undefined {
+    const address = this.app?.server?.listening ? this.app.server.address() : undefined;
+    if (!address || typeof address !== 'object') return undefined;
+    const ip = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+    return `http://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+  }
+
   private async boot(): Promise<void> {
     const { config } = this;
     const dataDir = config.server.dataDir;
@@ -154,6 +162,7 @@ export class Host {
     const hostInfo: HostInfo = {
       version: VERSION, dataDir, configDir: config.baseDir, dashOnly: config.clients.dashOnly,
       get publicUrl() { return host.publicUrl; },
+      get localUrl() { return host.localUrl; },
     };
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,

@@ -290,9 +290,10 @@ export interface SourceReader {
   /**
    * A URL or text with credentials replaced by `***`, for logs and messages: `user:pass@`,
    * secret query values (password, token, key…), Xtream-style path credentials
-   * (`/live/<user>/<password>/<id>.ts`, `http://host/<user>/<password>/<id>`) and auth headers.
+   * (`/live/<user>/<password>/<id>.ts`, `http://host/<user>/<password>/<id>`), auth headers,
+   * and `secrets` (values known to be secret, such as a source's password) wherever they stand alone.
    */
-  redact(text: string): string;
+  redact(text: string, secrets?: readonly string[]): string;
   /**
    * The credentials those rules find in a URL or text (`user`, `pass`, query values…): what a
    * tuner hands over as `StreamSource.secrets`, so that they are redacted wherever they appear.
