@@ -128,7 +128,9 @@ export class Host {
     await runMigrations(this.knex, 'core', coreMigrations);
     const secret = await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
-    this.auth = new AuthServiceImpl(this.accounts, secret, { mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds }, () => this.clock.now());
+    this.auth = new AuthServiceImpl(this.accounts, secret, {
+      mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds, sessionIdleMs: config.auth.sessionIdleDays * 86_400_000,
+    }, () => this.clock.now());
     const limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,

@@ -35,6 +35,11 @@ export interface AuthUser {
   /** The device session the token belongs to. */
   sessionId: string;
   deviceId: string;
+  /**
+   * Set when the request was signed in by a signed media key (`?key=`): when that key expires
+   * (ms since epoch). Keys signed for this user expire no later, so a key never renews itself.
+   */
+  mediaKeyExpiresAt?: number;
 }
 
 export interface AuthService {
@@ -47,6 +52,8 @@ export interface AuthService {
   /**
    * A short-lived key for URLs handed to players (segments, media playlists).
    * It is bound to a scope such as `live:12` and the user, never the user's token.
+   * Only a bearer token or `api_key` gets a fresh lifetime: for a request signed in by a
+   * media key, the key expires with the one it came with.
    */
   signMediaKey(user: AuthUser, scope: string, ttlSeconds?: number): string;
   /** Adds a field to the `user` object of GET /me (live-tv adds `favorites`). Called on every /me: keep it cheap (cache, no query per call). */
