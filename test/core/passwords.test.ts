@@ -4,8 +4,10 @@
  * rate limited per user, so a stolen token cannot guess the current password.
  */
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
-import { expectError } from '../helpers/http.js';
+import { cleanEnv } from '../helpers/env.js';
+import { CLI, expectError, tmpDir } from '../helpers/http.js';
 
 async function login(host: TestHost, username: string, password: string, headers: Record<string, string> = {}, remoteAddress?: string) {
   return host.inject({ method: 'POST', url: '/login', payload: { username, password }, headers, ...(remoteAddress ? { remoteAddress } : {}) });
@@ -39,4 +41,16 @@ t.test('PUT /api/user/me/password is rate limited: a stolen token cannot guess t
   // Another user's changes are not affected.
   const admin = await host.inject({ method: 'PUT', url: '/api/user/me/password', headers: host.authHeaders, payload: { current_password: host.adminPassword, new_password: 'admin-password-2' } });
   t.equal(admin.statusCode, 200, 'another user changes theirs');
+});
+
+t.test('antenna user add applies the same policy and the same username form', async (t) => {
+  const dataDir = await tmpDir(t, 'antenna-passwords-cli-');
+  const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env: cleanEnv({ ANTENNA_DATA_DIR: dataDir }), encoding: 'utf8', timeout: 60_000 });
+  const spaces = cli(['user', 'add', 'erin', '--password', '        ']);
+  t.equal(spaces.status, 1, 'eight spaces: exit 1');
+  t.match(spaces.stderr, /at least 8 characters, not counting leading and trailing spaces/);
+  t.equal(cli(['user', 'add', 'alice', '--password', 'alice-password']).status, 0);
+  const padded = cli(['user', 'add', ' ALICE\u00a0', '--password', 'another-password']);
+  t.equal(padded.status, 1, 'a padded spelling of an existing name: exit 1');
+  t.match(padded.stderr, /already exists/);
 });
