@@ -19,7 +19,6 @@ import { errors, type HttpScope } from 'antenna/sdk';
 export const RELAY_PATH = '/api/m3u-tuner/relay';
 /** A playlist larger than this is no live HLS playlist. */
 const MAX_PLAYLIST_BYTES = 4 * 1024 * 1024;
-const CONNECT_TIMEOUT_MS = 30_000;
 const PLAYLIST_TYPE = /mpegurl/i;
 /** Upstream response headers ffmpeg uses. */
 const PASSED_HEADERS = ['content-type', 'content-length', 'content-range', 'accept-ranges', 'last-modified'];
@@ -36,7 +35,8 @@ export class StreamRelay {
   /** The token of each open stream, replaced when its session opens it again (a restart). */
   private readonly bySignal = new WeakMap<AbortSignal, string>();
 
-  constructor(private readonly localUrl: () => string | undefined) {}
+  /** connectTimeoutMs: how long the upstream may take to answer (its body may take for ever). */
+  constructor(private readonly localUrl: () => string | undefined, private readonly connectTimeoutMs = 30_000) {}
 
   /** The loopback URL ffmpeg reads `url` from while `signal` is not aborted, and its token (a secret too). */
   open(url: string, headers: Record<string, string>, signal: AbortSignal): { url: string; token: string } {
@@ -74,17 +74,21 @@ export class StreamRelay {
       const stream = local ? this.streams.get((request.query as { token?: string }).token ?? '') : undefined;
       if (!stream) throw errors.unauthorized('Invalid stream token');
 
-      const gone = new AbortController(); // ffmpeg went away
-      reply.raw.once('close', () => gone.abort());
-      const connect = AbortSignal.timeout(CONNECT_TIMEOUT_MS);
+      const aborted = new AbortController(); // ffmpeg went away, or the upstream did not answer in time
+      reply.raw.once('close', () => aborted.abort());
+      // For the answer only: the body of a live stream goes on for hours.
+      let timedOut = false;
+      const timer = setTimeout(() => { timedOut = true; aborted.abort(); }, this.connectTimeoutMs);
       const { url, authorization } = withoutCredentials(stream.url);
       const headers: Record<string, string> = { ...stream.headers, ...(authorization ? { authorization } : {}) };
       if (typeof request.headers.range === 'string') headers.range = request.headers.range;
       let res: Response;
       try {
-        res = await fetch(url, { headers, redirect: 'follow', signal: AbortSignal.any([gone.signal, stream.ended.signal, connect]) });
+        res = await fetch(url, { headers, redirect: 'follow', signal: AbortSignal.any([aborted.signal, stream.ended.signal]) });
       } catch {
-        throw errors.badGateway(connect.aborted ? 'The upstream did not answer' : 'The upstream cannot be reached');
+        throw errors.badGateway(timedOut ? 'The upstream did not answer' : 'The upstream cannot be reached');
+      } finally {
+        clearTimeout(timer);
       }
       if (!res.ok || !res.body) {
         await res.body?.cancel().catch(() => {});

@@ -110,3 +110,63 @@ t.test('streams with credentials play through the relay; ffmpeg\'s command line 
     t.notOk(all.includes(secret), `no log line holds ${secret.slice(0, 4)}…`);
   }
 });
+
+t.test('the relay: the connect timeout is for the answer, never the body; playlists get absolute URIs', async (t) => {
+  const { StreamRelay, absolutePlaylist } = await import('../../../plugins/m3u-tuner/relay.js');
+  const upstream = http.createServer((req, res) => {
+    if (req.url === '/silent') return; // never answers
+    if (req.url === '/slow.ts') {
+      // 20 chunks over 2 s: longer than the relay's 300 ms connect timeout.
+      res.writeHead(200, { 'content-type': 'video/mp2t' });
+      let n = 0;
+      const timer = setInterval(() => {
+        res.write(Buffer.alloc(1000, n));
+        if (++n === 20) { clearInterval(timer); res.end(); }
+      }, 100);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
+    if (req.url === '/list/index.m3u8') {
+      res.writeHead(200, { 'content-type': 'application/vnd.apple.mpegurl' });
+      res.end('#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI="key.bin"\n#EXTINF:2,\nseg-1.ts\n#EXTINF:2,\n/abs/seg-2.ts\n#EXTINF:2,\nhttp://cdn.invalid/seg-3.ts\n');
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => { upstream.closeAllConnections(); upstream.close(); });
+  const up = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify();
+  let base: string | undefined;
+  const relay = new StreamRelay(() => base, 300);
+  relay.routes(app as never);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.close());
+  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const ended = new AbortController();
+  t.teardown(() => ended.abort());
+
+  const slow = await fetch(relay.open(`http://u:p@${new URL(up).host}/slow.ts`, {}, ended.signal).url);
+  t.equal(slow.status, 200);
+  t.equal(Buffer.from(await slow.arrayBuffer()).length, 20_000, 'a body longer than the connect timeout arrives whole');
+
+  const silent = await fetch(relay.open(`${up}/silent`, {}, new AbortController().signal).url);
+  t.equal(silent.status, 502, 'an upstream that never answers: 502 after the connect timeout');
+  await silent.arrayBuffer();
+
+  const listUrl = `http://u:p@${new URL(up).host}/list/index.m3u8`;
+  const list = await fetch(relay.open(listUrl, {}, new AbortController().signal).url);
+  t.strictSame((await list.text()).split('\n').filter((l) => l && !l.startsWith('#EXTINF')), [
+    '#EXTM3U',
+    `#EXT-X-KEY:METHOD=AES-128,URI="http://u:p@${new URL(up).host}/list/key.bin"`,
+    `http://u:p@${new URL(up).host}/list/seg-1.ts`,
+    `http://u:p@${new URL(up).host}/abs/seg-2.ts`,
+    'http://cdn.invalid/seg-3.ts',
+  ], 'URIs absolute; on the upstream\'s own origin with its credentials, elsewhere as they are');
+  t.equal(absolutePlaylist('#EXTM3U\nseg.ts', 'http://h/a/x.m3u8', 'http://h/a/x.m3u8'), '#EXTM3U\nhttp://h/a/seg.ts');
+  t.equal(relay.size, 3, 'three streams open');
+  ended.abort();
+  t.equal(relay.size, 2, 'a stream whose signal aborts is closed');
+});
