@@ -73,7 +73,7 @@ function hasCredentials(url: string, secrets: readonly string[]): boolean {
   try {
     parsed = new URL(url);
   } catch {
-    return secrets.length > 0;
+    return false; // nothing, the relay included, can fetch it
   }
   if (parsed.username || parsed.password) return true;
   const decode = (part: string) => { try { return decodeURIComponent(part); } catch { return part; } };
