@@ -20,9 +20,19 @@ const UserSchema = {
   additionalProperties: true,
 } as const;
 
+const SessionSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' }, device_id: { type: 'string' }, device_os: { type: 'string', nullable: true },
+    user_agent: { type: 'string', nullable: true }, created_at: { type: 'string', format: 'date-time' },
+    last_used_at: { type: 'string', format: 'date-time' }, current: { type: 'boolean' },
+  },
+  required: ['id', 'device_id', 'device_os', 'user_agent', 'created_at', 'last_used_at', 'current'],
+} as const;
+
 const INVALID_LOGIN = 'Invalid username or password';
 
-/** POST /login, /logout, GET /me, password and avatar (spec §4 Account, PRODUCT.md §2). */
+/** POST /login, /logout, GET /me, password, avatar and device sessions (spec §4 Account, PRODUCT.md §2, §3). */
 export async function accountRoutes(app: FastifyInstance, deps: {
   store: AccountStore; auth: AuthServiceImpl; limiter: LoginLimiter; dataDir: string;
 }): Promise<void> {
@@ -78,16 +88,6 @@ export async function accountRoutes(app: FastifyInstance, deps: {
   app.get('/me', {
     schema: { summary: 'The calling user', tags: ['account'], response: { 200: { type: 'object', properties: { user: UserSchema }, required: ['user'] }, 401: Error, 403: Error } },
   }, async (request) => ({ user: await auth.profile(auth.requireUser(request)) }));
-
-  const SessionSchema = {
-    type: 'object',
-    properties: {
-      id: { type: 'string' }, device_id: { type: 'string' }, device_os: { type: 'string', nullable: true },
-      user_agent: { type: 'string', nullable: true }, created_at: { type: 'string', format: 'date-time' },
-      last_used_at: { type: 'string', format: 'date-time' }, current: { type: 'boolean' },
-    },
-    required: ['id', 'device_id', 'device_os', 'user_agent', 'created_at', 'last_used_at', 'current'],
-  } as const;
 
   app.get('/api/user/me/sessions', {
     schema: {
