@@ -22,6 +22,7 @@ import { createHttp } from './http/app.js';
 import { loadPlugins, type LoadedPlugin } from './plugins/loader.js';
 import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
 import { resolveBinaries } from './ffmpeg/resolve.js';
+import { reapLeftovers } from './ffmpeg/leftovers.js';
 import { JobManagerImpl } from './jobs/job-manager.js';
 import { SchedulerImpl } from './jobs/scheduler.js';
 import { jobRoutes } from './jobs/routes.js';
@@ -109,6 +110,14 @@ export class Host {
     return `http://${shownHost}:${port}`;
   }
 
+  /** The URL of the listening server as seen from this machine; undefined before listen(). */
+  get localUrl(): string | undefined {
+    const address = this.app?.server?.listening ? this.app.server.address() : undefined;
+    if (!address || typeof address !== 'object') return undefined;
+    const ip = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+    return `http://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+  }
+
   private async boot(): Promise<void> {
     const { config } = this;
     const dataDir = config.server.dataDir;
@@ -119,14 +128,19 @@ export class Host {
     await runMigrations(this.knex, 'core', coreMigrations);
     const secret = await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
-    this.auth = new AuthServiceImpl(this.accounts, secret, { mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds }, () => this.clock.now());
+    this.auth = new AuthServiceImpl(this.accounts, secret, {
+      mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds, sessionIdleMs: config.auth.sessionIdleDays * 86_400_000,
+    }, () => this.clock.now());
     const limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,
     }, () => this.clock.now());
 
     const binaries = resolveBinaries(config.ffmpeg);
-    this.ffmpeg = new FfmpegSupervisor(this.logger.child({ component: 'ffmpeg' }), binaries);
+    const ffmpegLog = this.logger.child({ component: 'ffmpeg' });
+    const runDir = path.join(dataDir, 'run');
+    await reapLeftovers(runDir, ffmpegLog);
+    this.ffmpeg = new FfmpegSupervisor(ffmpegLog, binaries, { runDir });
     this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
     const events = new EventBusImpl(this.logger);
@@ -150,6 +164,7 @@ export class Host {
     const hostInfo: HostInfo = {
       version: VERSION, dataDir, configDir: config.baseDir, dashOnly: config.clients.dashOnly,
       get publicUrl() { return host.publicUrl; },
+      get localUrl() { return host.localUrl; },
     };
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createGunzip } from 'node:zlib';
 import { errors } from '../sdk/errors.js';
 import type { SourceChunks, SourceOptions, SourceReader } from '../sdk/services.js';
-import { redact } from './redact.js';
+import { makeRedactor, redact, secretsIn } from './redact.js';
 
 export interface OpenedSource {
   stream: Readable;
@@ -166,7 +166,11 @@ export class SourceReaderImpl implements SourceReader {
     return streamSource(location, { baseDir: this.configDir, ...options });
   }
 
-  redact(text: string): string {
-    return redact(text);
+  redact(text: string, secrets: readonly string[] = []): string {
+    return secrets.length ? makeRedactor(secrets)(text) : redact(text);
+  }
+
+  secretsOf(text: string): string[] {
+    return secretsIn(text);
   }
 }

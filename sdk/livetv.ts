@@ -35,7 +35,10 @@ export interface TunerChannel {
 export interface StreamSource {
   /** e.g. ['-user_agent', 'VLC', '-i', 'http://…'] or ['-re', '-f', 'lavfi', '-i', 'testsrc2=…']. */
   inputArgs: string[];
-  /** Values to redact wherever the arguments are logged (tokens in URLs…). */
+  /**
+   * Values to redact wherever the arguments or ffmpeg's output are logged or shown: the
+   * credentials of the source and of this stream (`sources.secretsOf(url)`), tokens.
+   */
   secrets?: string[];
   /** ffmpeg -map values when the input is not one file with video and audio (default ['0:v:0?', '0:a:0?']). */
   maps?: string[];
@@ -62,7 +65,15 @@ export interface Tuner {
    * later ones with the same key are counted as duplicates. Throwing (or failing the
    * iteration) keeps the previous channels.
    */
-  listChannels(options: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void }): Promise<TunerChannel[]> | AsyncIterable<TunerChannel | readonly TunerChannel[]>;
+  listChannels(options: {
+    signal: AbortSignal;
+    progress?: (fraction: number, message?: string) => void;
+    /**
+     * An entry the tuner leaves out (an unsupported scheme, a malformed header…), in one line
+     * without credentials: counted in the import's result, the first ones logged. (Since SDK 1.1.)
+     */
+    warning?: (message: string) => void;
+  }): Promise<TunerChannel[]> | AsyncIterable<TunerChannel | readonly TunerChannel[]>;
   /** How to read one channel now. Throw an AppError (502/503) when the upstream is unusable. */
   openStream(options: { channel: TunerChannel; signal: AbortSignal }): Promise<StreamSource>;
   /** How often to call listChannels again (ms); omit for never. */

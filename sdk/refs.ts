@@ -65,6 +65,12 @@ export interface HostInfo {
   dashOnly: { exact: string[]; prefix: string[] };
   /** The base URL the server announces (for logs and CLI output). */
   publicUrl: string;
+  /**
+   * The base URL this server answers on from this machine, for local processes such as
+   * ffmpeg reading a route of a plugin: `http://127.0.0.1:<port>` when it listens on every
+   * address. Undefined while it does not listen (CLI commands).
+   */
+  localUrl: string | undefined;
 }
 
 export const coreServices = {

@@ -35,6 +35,11 @@ export interface AuthUser {
   /** The device session the token belongs to. */
   sessionId: string;
   deviceId: string;
+  /**
+   * Set when the request was signed in by a signed media key (`?key=`): when that key expires
+   * (ms since epoch). Keys signed for this user expire no later, so a key never renews itself.
+   */
+  mediaKeyExpiresAt?: number;
 }
 
 export interface AuthService {
@@ -47,6 +52,8 @@ export interface AuthService {
   /**
    * A short-lived key for URLs handed to players (segments, media playlists).
    * It is bound to a scope such as `live:12` and the user, never the user's token.
+   * Only a bearer token or `api_key` gets a fresh lifetime: for a request signed in by a
+   * media key, the key expires with the one it came with.
    */
   signMediaKey(user: AuthUser, scope: string, ttlSeconds?: number): string;
   /** Adds a field to the `user` object of GET /me (live-tv adds `favorites`). Called on every /me: keep it cheap (cache, no query per call). */
@@ -287,8 +294,18 @@ export interface SourceChunks {
 export interface SourceReader {
   /** The source as byte chunks, for parsing while it downloads; the whole file never sits in memory. */
   open(location: string, options?: SourceOptions): Promise<SourceChunks>;
-  /** A URL or text with credentials (user:pass@, secret query values, known secrets) replaced by `***`, for logs and messages. */
-  redact(text: string): string;
+  /**
+   * A URL or text with credentials replaced by `***`, for logs and messages: `user:pass@`,
+   * secret query values (password, token, key…), Xtream-style path credentials
+   * (`/live/<user>/<password>/<id>.ts`, `http://host/<user>/<password>/<id>`), auth headers,
+   * and `secrets` (values known to be secret, such as a source's password) wherever they stand alone.
+   */
+  redact(text: string, secrets?: readonly string[]): string;
+  /**
+   * The credentials those rules find in a URL or text (`user`, `pass`, query values…): what a
+   * tuner hands over as `StreamSource.secrets`, so that they are redacted wherever they appear.
+   */
+  secretsOf(text: string): string[];
 }
 
 export type { DependencyContainer };

@@ -18,10 +18,47 @@ export interface SessionRow {
   user_id: number;
   device_id: string;
   revoked_at: number | null;
+  last_seen_at: number;
+}
+
+export interface SessionInfo {
+  id: string;
+  device_id: string;
+  device_os: string | null;
+  user_agent: string | null;
+  created_at: number;
+  last_seen_at: number;
 }
 
 export const MIN_PASSWORD_LENGTH = 8;
-const USERNAME = /^[^\s\x00-\x1f/\\]{1,64}$/u;
+/** Whitespace, control, format (zero-width, bidi, BOM), unassigned, private-use and other invisible characters, and slashes. */
+const NOT_IN_USERNAME = /[\s\p{C}\p{Default_Ignorable_Code_Point}/\\]/u;
+
+/**
+ * The one form usernames are compared in, by sign-in, its rate limit and `user add`: NFKC (so
+ * full-width and compatibility forms are the letters they look like), trimmed (NBSP and BOM
+ * too), case-folded (upper- then lower-cased: `ß` and `SS` fold alike).
+ */
+export function usernameKey(name: string): string {
+  return name.normalize('NFKC').trim().toUpperCase().toLowerCase().normalize('NFKC');
+}
+
+/** The username as stored (NFKC, trimmed), or a 400 saying what is wrong with it. */
+function checkedUsername(input: string): string {
+  const username = input.normalize('NFKC').trim();
+  const length = [...username].length;
+  if (length < 1 || length > 64 || [...usernameKey(username)].length > 64) throw errors.badRequest('username must be 1-64 characters');
+  if (NOT_IN_USERNAME.test(username)) throw errors.badRequest('username must not contain spaces, slashes, or control, invisible or direction characters');
+  if (username === '.' || username === '..') throw errors.badRequest('username must not be . or ..');
+  return username;
+}
+
+/** The password rule of the API and the CLI: at least 8 characters besides leading and trailing spaces. */
+export function checkPassword(password: string, field = 'password'): void {
+  if ([...password.trim()].length < MIN_PASSWORD_LENGTH) {
+    throw errors.badRequest(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters, not counting leading and trailing spaces`);
+  }
+}
 
 const bool = (v: unknown) => v === true || v === 1 || v === '1';
 const toUser = (row: any): UserRow => ({
@@ -38,15 +75,14 @@ export class AccountStore {
   }
 
   async createUser(input: { username: string; password: string; admin?: boolean; active?: boolean; libraries?: string[] }): Promise<UserRow> {
-    const username = input.username.trim();
-    if (!USERNAME.test(username)) throw errors.badRequest('username must be 1-64 characters without spaces or slashes');
-    if (input.password.length < MIN_PASSWORD_LENGTH) throw errors.badRequest(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    const username = checkedUsername(input.username);
+    checkPassword(input.password);
     if (await this.findByUsername(username)) throw errors.conflict(`user ${username} already exists`);
     const now = this.now();
     const libraries = input.libraries ?? [];
     const [row] = await this.knex('users').insert({
       username,
-      username_key: username.toLowerCase(),
+      username_key: usernameKey(username),
       password_hash: await hashPassword(input.password),
       active: input.active ?? true,
       admin: input.admin ?? false,
@@ -61,7 +97,7 @@ export class AccountStore {
   }
 
   async findByUsername(username: string): Promise<UserRow | undefined> {
-    const row = await this.knex('users').where({ username_key: username.trim().toLowerCase() }).first();
+    const row = await this.knex('users').where({ username_key: usernameKey(username) }).first();
     return row ? toUser(row) : undefined;
   }
 
@@ -80,8 +116,8 @@ export class AccountStore {
     return (await this.knex('user_libraries').where({ user_id: userId }).select('library_id')).map((r) => String(r.library_id));
   }
 
-  async setPassword(userId: number, password: string): Promise<void> {
-    if (password.length < MIN_PASSWORD_LENGTH) throw errors.badRequest(`new_password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  async setPassword(userId: number, password: string, field = 'password'): Promise<void> {
+    checkPassword(password, field);
     await this.knex('users').where({ id: userId }).update({ password_hash: await hashPassword(password), updated_at: this.now() });
   }
 
@@ -112,11 +148,24 @@ export class AccountStore {
   }
 
   async getSession(id: string): Promise<SessionRow | undefined> {
-    return this.knex('sessions').where({ id }).first('id', 'user_id', 'device_id', 'revoked_at');
+    const row = await this.knex('sessions').where({ id }).first('id', 'user_id', 'device_id', 'revoked_at', 'last_seen_at');
+    return row && { ...row, revoked_at: row.revoked_at === null ? null : Number(row.revoked_at), last_seen_at: Number(row.last_seen_at) };
   }
 
-  async revokeSession(id: string): Promise<void> {
-    await this.knex('sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: this.now() });
+  /** The user's sessions not revoked nor unused for longer than idleMs (0: any time), most recently used first. */
+  async listSessions(userId: number, idleMs: number): Promise<SessionInfo[]> {
+    const usedSince = idleMs ? this.now() - idleMs : 0;
+    const rows = await this.knex('sessions').where({ user_id: userId }).whereNull('revoked_at').where('last_seen_at', '>=', usedSince)
+      .orderBy([{ column: 'last_seen_at', order: 'desc' }, { column: 'created_at', order: 'desc' }])
+      .select('id', 'device_id', 'device_os', 'user_agent', 'created_at', 'last_seen_at');
+    return rows.map((r) => ({ ...r, created_at: Number(r.created_at), last_seen_at: Number(r.last_seen_at) }));
+  }
+
+  /** Revokes a session (of this user only, when given); false when there was none to revoke. */
+  async revokeSession(id: string, userId?: number): Promise<boolean> {
+    const q = this.knex('sessions').where({ id }).whereNull('revoked_at');
+    if (userId !== undefined) q.where({ user_id: userId });
+    return (await q.update({ revoked_at: this.now() })) > 0;
   }
 
   /** Revokes every session of the user except `keep` (all of them when keep is undefined). */

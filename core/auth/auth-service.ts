@@ -6,7 +6,8 @@ import type { AuthService, AuthUser } from '../../sdk/services.js';
 import type { RouteAuth } from '../../sdk/http.js';
 import type { AccountStore, UserRow } from './accounts.js';
 
-interface CachedSession { userId: number; deviceId: string; revoked: boolean; at: number; seenAt: number }
+/** `lastSeen`: the last use the database knows of; `seenAt`: when this process last wrote one. */
+interface CachedSession { userId: number; deviceId: string; revoked: boolean; at: number; lastSeen: number; seenAt: number }
 interface CachedUser { row: UserRow; libraries: string[]; at: number }
 
 // How long a session's or user's state is trusted before the database is asked
@@ -32,7 +33,8 @@ export class AuthServiceImpl implements AuthService {
   constructor(
     private readonly store: AccountStore,
     secret: string,
-    private readonly opts: { mediaKeyTtlSeconds: number },
+    /** sessionIdleMs: a session unused for longer expires (0: never). */
+    private readonly opts: { mediaKeyTtlSeconds: number; sessionIdleMs: number },
     private readonly now: () => number = Date.now,
   ) {
     this.mediaKeySecret = createHmac('sha256', secret).update('antenna media keys v1').digest();
@@ -53,6 +55,11 @@ export class AuthServiceImpl implements AuthService {
     if (value && value.trim()) return value.trim().slice(0, 128);
     const ua = request.headers['user-agent'] ?? 'unknown';
     return 'ua-' + createHash('sha256').update(ua).digest('hex').slice(0, 24);
+  }
+
+  /** Sessions count as unused after this long (0: never), for listings. */
+  get sessionIdleMs(): number {
+    return this.opts.sessionIdleMs;
   }
 
   /** The fastify onRequest check. Sets request.user, or throws 401/403. */
@@ -102,11 +109,16 @@ export class AuthServiceImpl implements AuthService {
       const row = await this.store.getSession(sid);
       session = {
         userId: row?.user_id ?? -1, deviceId: row?.device_id ?? '', revoked: !row || row.revoked_at !== null,
-        at: now, seenAt: session?.seenAt ?? 0,
+        at: now, lastSeen: Math.max(row?.last_seen_at ?? 0, session?.seenAt ?? 0), seenAt: session?.seenAt ?? 0,
       };
       this.sessions.set(sid, session);
     }
     if (session.revoked || session.userId !== uid) throw errors.unauthorized('Token revoked');
+    if (this.opts.sessionIdleMs && now - Math.max(session.lastSeen, session.seenAt) > this.opts.sessionIdleMs) {
+      session.revoked = true;
+      await this.store.revokeSession(sid);
+      throw errors.unauthorized('Session expired; sign in again');
+    }
     const user = await this.cachedUser(uid, now);
     if (!user) throw errors.unauthorized('Token revoked');
     if (!user.row.active) throw errors.inactive();
@@ -162,7 +174,10 @@ export class AuthServiceImpl implements AuthService {
     // Expiry rounded up to a 5-minute step: the same URL for a while, so players and caches
     // see one segment URL instead of a new one every second.
     const step = 300;
-    const exp = Math.ceil((Math.floor(this.now() / 1000) + ttlSeconds) / step) * step;
+    let exp = Math.ceil((Math.floor(this.now() / 1000) + ttlSeconds) / step) * step;
+    // A request signed in by a media key gets keys that expire with it (for its own scope, the
+    // very key it came with): a leaked URL can never be renewed into one that lives longer.
+    if (user.mediaKeyExpiresAt !== undefined) exp = Math.min(exp, Math.floor(user.mediaKeyExpiresAt / 1000));
     const body = `${user.id}.${user.sessionId}.${exp}`;
     return `${Buffer.from(body).toString('base64url')}.${this.mac(scope, body)}`;
   }
@@ -181,8 +196,8 @@ export class AuthServiceImpl implements AuthService {
     const given = Buffer.from(sig);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw errors.unauthorized('Invalid media key');
     const [uid, sid, exp] = body.split('.');
-    if (Number(exp) * 1000 < this.now()) throw errors.unauthorized('Media key expired');
-    return this.userForSession(sid, Number(uid));
+    if (!(Number(exp) * 1000 >= this.now())) throw errors.unauthorized('Media key expired');
+    return { ...(await this.userForSession(sid!, Number(uid))), mediaKeyExpiresAt: Number(exp) * 1000 };
   }
 
   addProfileField(name: string, compute: (user: AuthUser) => unknown | Promise<unknown>): void {

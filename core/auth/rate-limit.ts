@@ -1,10 +1,16 @@
 import { errors } from '../../sdk/errors.js';
 
 /**
- * Counts failed logins per username and per client address in a sliding window.
- * Only failures count, so a user who types the password right is never slowed
- * down by others' traffic. In memory: a restart forgets, which is fine for
- * slowing down guessing.
+ * Counts failed password checks in a sliding window, in memory (a restart
+ * forgets, which is fine for slowing down guessing). Only failures count, so a
+ * user who types the password right is never slowed down by others' traffic.
+ *
+ * - Sign-in failures count per username and address, and per address: a
+ *   stranger guessing a user's password locks out their own address, never
+ *   the user signing in from theirs. (Usernames are counted in their
+ *   normalised form: `" bob"` is `bob`.)
+ * - Wrong current passwords on a password change count per user: a stolen
+ *   token cannot be used to guess the password at hashing speed.
  */
 export class LoginLimiter {
   private readonly failures = new Map<string, number[]>();
@@ -14,31 +20,47 @@ export class LoginLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Throws 429 with Retry-After when either key is over its limit. */
-  check(username: string, address: string): void {
-    this.checkKey(`u:${username.toLowerCase()}`, this.opts.maxPerUser);
-    this.checkKey(`a:${address}`, this.opts.maxPerAddress);
+  /** Throws 429 with Retry-After when the username from this address, or the address, is over its limit. */
+  checkLogin(usernameKey: string, address: string): void {
+    this.check(`u:${usernameKey}\n${address}`, this.opts.maxPerUser);
+    this.check(`a:${address}`, this.opts.maxPerAddress);
   }
 
-  fail(username: string, address: string): void {
-    for (const key of [`u:${username.toLowerCase()}`, `a:${address}`]) {
+  failLogin(usernameKey: string, address: string): void {
+    this.fail(`u:${usernameKey}\n${address}`, `a:${address}`);
+  }
+
+  succeedLogin(usernameKey: string, address: string): void {
+    this.failures.delete(`u:${usernameKey}\n${address}`);
+  }
+
+  checkPasswordChange(userId: number): void {
+    this.check(`p:${userId}`, this.opts.maxPerUser, 'Too many wrong passwords; try again later');
+  }
+
+  failPasswordChange(userId: number): void {
+    this.fail(`p:${userId}`);
+  }
+
+  succeedPasswordChange(userId: number): void {
+    this.failures.delete(`p:${userId}`);
+  }
+
+  private check(key: string, max: number, message = 'Too many failed login attempts; try again later'): void {
+    const list = this.recent(key);
+    if (list.length >= max) {
+      const retryAfter = (list[list.length - max]! + this.opts.windowMs - this.now()) / 1000;
+      throw errors.tooManyRequests(retryAfter, message);
+    }
+  }
+
+  private fail(...keys: string[]): void {
+    for (const key of keys) {
       const list = this.recent(key);
       list.push(this.now());
       this.failures.set(key, list);
     }
     if (this.failures.size > 10_000) this.sweep();
-  }
-
-  succeed(username: string): void {
-    this.failures.delete(`u:${username.toLowerCase()}`);
-  }
-
-  private checkKey(key: string, max: number): void {
-    const list = this.recent(key);
-    if (list.length >= max) {
-      const retryAfter = (list[list.length - max] + this.opts.windowMs - this.now()) / 1000;
-      throw errors.tooManyRequests(retryAfter, 'Too many failed login attempts; try again later');
-    }
   }
 
   private recent(key: string): number[] {

@@ -1,12 +1,12 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../../sdk/errors.js';
-import type { AccountStore } from './accounts.js';
+import { checkPassword, usernameKey, type AccountStore } from './accounts.js';
 import { AuthServiceImpl } from './auth-service.js';
 import { dummyHash, verifyPassword } from './password.js';
 import type { LoginLimiter } from './rate-limit.js';
-import { sniffImage } from './avatar.js';
+import { imageType } from './avatar.js';
 
 const Error = { type: 'object', properties: { error: { type: 'string' } }, required: ['error'] } as const;
 const Ok = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } as const;
@@ -20,9 +20,19 @@ const UserSchema = {
   additionalProperties: true,
 } as const;
 
+const SessionSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' }, device_id: { type: 'string' }, device_os: { type: 'string', nullable: true },
+    user_agent: { type: 'string', nullable: true }, created_at: { type: 'string', format: 'date-time' },
+    last_used_at: { type: 'string', format: 'date-time' }, current: { type: 'boolean' },
+  },
+  required: ['id', 'device_id', 'device_os', 'user_agent', 'created_at', 'last_used_at', 'current'],
+} as const;
+
 const INVALID_LOGIN = 'Invalid username or password';
 
-/** POST /login, /logout, GET /me, password and avatar (spec §4 Account, PRODUCT.md §2). */
+/** POST /login, /logout, GET /me, password, avatar and device sessions (spec §4 Account, PRODUCT.md §2, §3). */
 export async function accountRoutes(app: FastifyInstance, deps: {
   store: AccountStore; auth: AuthServiceImpl; limiter: LoginLimiter; dataDir: string;
 }): Promise<void> {
@@ -33,7 +43,7 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     config: { auth: 'public' },
     schema: {
       summary: 'Sign in', tags: ['account'],
-      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Failed logins are rate limited per username and per address (429 with Retry-After); while 64 sign-ins already wait for their password check, another is refused at once (429, Retry-After: 3). An inactive account answers 403 `User Account Inactive`.',
+      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Usernames are compared trimmed, NFKC-normalised and case-insensitively. Failed logins are rate limited per username from one address and per address (429 with Retry-After): failures from elsewhere never lock a user out. While 64 sign-ins already wait for their password check, another is refused at once (429, Retry-After: 3). An inactive account answers 403 `User Account Inactive`.',
       body: {
         type: 'object', required: ['username', 'password'],
         properties: { username: { type: 'string', minLength: 1, maxLength: 256 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
@@ -45,15 +55,16 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     },
   }, async (request) => {
     const { username, password } = request.body as { username: string; password: string };
-    limiter.check(username, request.ip);
+    const key = usernameKey(username);
+    limiter.checkLogin(key, request.ip);
     const user = await store.findByUsername(username);
     const ok = await verifyPassword(password, user?.password_hash ?? (await dummyHash()));
     if (!user || !ok) {
-      limiter.fail(username, request.ip);
+      limiter.failLogin(key, request.ip);
       request.log.info({ event: 'login_failed', address: request.ip }, 'login failed');
       throw errors.unauthorized(INVALID_LOGIN);
     }
-    limiter.succeed(username);
+    limiter.succeedLogin(key, request.ip);
     if (!user.active) throw errors.inactive();
     const deviceId = AuthServiceImpl.deviceId(request);
     const os = request.headers['device-os'];
@@ -78,10 +89,44 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     schema: { summary: 'The calling user', tags: ['account'], response: { 200: { type: 'object', properties: { user: UserSchema }, required: ['user'] }, 401: Error, 403: Error } },
   }, async (request) => ({ user: await auth.profile(auth.requireUser(request)) }));
 
+  app.get('/api/user/me/sessions', {
+    schema: {
+      summary: 'The calling user\'s device sessions', tags: ['account'],
+      description: 'Every session of the user that is signed in: its device, when it was created and last used (to within a minute), and whether it is the calling one; most recently used first. A session unused for auth.sessionIdleDays (90 by default) has expired and is not listed.',
+      response: { 200: { type: 'object', properties: { sessions: { type: 'array', items: SessionSchema } }, required: ['sessions'] }, 401: Error, 403: Error },
+    },
+  }, async (request) => {
+    const user = auth.requireUser(request);
+    const rows = await store.listSessions(user.id, auth.sessionIdleMs);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    return {
+      sessions: rows.map((r) => ({
+        id: r.id, device_id: r.device_id, device_os: r.device_os, user_agent: r.user_agent,
+        created_at: iso(r.created_at), last_used_at: iso(r.last_seen_at), current: r.id === user.sessionId,
+      })),
+    };
+  });
+
+  app.delete('/api/user/me/sessions/:id', {
+    schema: {
+      summary: 'Sign a device out', tags: ['account'],
+      description: 'Revokes one of the calling user\'s sessions (the calling one too: that is a logout). Its tokens and media keys stop working at once. Not a session of the user, or already revoked → 404.',
+      params: { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 64 } }, required: ['id'] },
+      response: { 200: Ok, 401: Error, 403: Error, 404: Error },
+    },
+  }, async (request) => {
+    const user = auth.requireUser(request);
+    const { id } = request.params as { id: string };
+    if (!(await store.revokeSession(id, user.id))) throw errors.notFound('No such session');
+    auth.invalidateSession(id);
+    request.log.info({ event: 'session_revoked', user: user.id }, 'session revoked');
+    return { ok: true };
+  });
+
   app.put('/api/user/me/password', {
     schema: {
       summary: 'Change the password', tags: ['account'],
-      description: 'Revokes every other session of the user; the calling session stays valid. Wrong current password → 403; new password under 8 characters → 400.',
+      description: 'Revokes every other session of the user; the calling session stays valid. Wrong current password → 403, and after auth.maxFailuresPerUser of them within auth.failureWindowSeconds → 429 with Retry-After; new password under 8 characters (not counting leading and trailing spaces) → 400.',
       body: {
         type: 'object', required: ['current_password', 'new_password'],
         properties: { current_password: { type: 'string', maxLength: 1024 }, new_password: { type: 'string', maxLength: 1024 } },
@@ -91,9 +136,16 @@ export async function accountRoutes(app: FastifyInstance, deps: {
   }, async (request) => {
     const caller = auth.requireUser(request);
     const body = request.body as { current_password: string; new_password: string };
+    checkPassword(body.new_password, 'new_password');
+    limiter.checkPasswordChange(caller.id);
     const user = await store.getUser(caller.id);
-    if (!user || !(await verifyPassword(body.current_password, user.password_hash))) throw errors.forbidden('Current password is incorrect');
-    await store.setPassword(user.id, body.new_password);
+    if (!user || !(await verifyPassword(body.current_password, user.password_hash))) {
+      limiter.failPasswordChange(caller.id);
+      request.log.info({ event: 'password_change_failed', user: caller.id }, 'password change failed');
+      throw errors.forbidden('Current password is incorrect');
+    }
+    limiter.succeedPasswordChange(caller.id);
+    await store.setPassword(user.id, body.new_password, 'new_password');
     const revoked = await store.revokeSessions(user.id, caller.sessionId);
     auth.invalidateUser(user.id);
     request.log.info({ event: 'password_changed', user: user.id, revokedSessions: revoked.length }, 'password changed');
@@ -103,20 +155,14 @@ export async function accountRoutes(app: FastifyInstance, deps: {
   app.post('/api/user/me/avatar', {
     schema: {
       summary: 'Upload the avatar', tags: ['account'], consumes: ['multipart/form-data'],
-      description: 'multipart/form-data with one file field named `avatar`: PNG, JPEG, WebP or GIF, recognised by content; at most server.avatarMaxBytes (5 MiB by default) → else 415 / 413.',
+      description: 'multipart/form-data with one file field named `avatar`: a well-formed PNG, JPEG, WebP or GIF image, recognised by content and checked through its structure (else 415); at most server.avatarMaxBytes (5 MiB by default, else 413). A malformed multipart body → 400.',
       response: { 200: { type: 'object', properties: { avatar_url: { type: 'string' } }, required: ['avatar_url'] }, 400: Error, 401: Error, 413: Error, 415: Error },
     },
   }, async (request) => {
     const user = auth.requireUser(request);
     if (!request.isMultipart()) throw errors.unsupportedMediaType('Expected multipart/form-data with a file field named avatar');
-    const file = await request.file();
-    if (!file) throw errors.badRequest('avatar file field is required');
-    if (file.fieldname !== 'avatar') {
-      file.file.resume();
-      throw errors.badRequest(`expected the file field to be named avatar, got ${file.fieldname}`);
-    }
-    const data = await file.toBuffer(); // throws 413 past the configured limit
-    const type = sniffImage(data);
+    const data = await multipartFile(request, 'avatar');
+    const type = imageType(data);
     if (!type) throw errors.unsupportedMediaType('avatar must be a PNG, JPEG, WebP or GIF image');
     await mkdir(avatarDir, { recursive: true, mode: 0o700 });
     const target = path.join(avatarDir, String(user.id));
@@ -134,7 +180,29 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     if (!row?.avatar_type) throw errors.notFound('No avatar');
     const data = await readFile(path.join(avatarDir, String(user.id))).catch(() => undefined);
     if (!data) throw errors.notFound('No avatar');
-    reply.header('cache-control', 'private, max-age=60').type(row.avatar_type);
+    // nosniff: a browser shows it as the image type it is, never as anything it might resemble.
+    reply.header('cache-control', 'private, max-age=60').header('x-content-type-options', 'nosniff').type(row.avatar_type);
     return data;
   });
+}
+
+/**
+ * The bytes of the one file field `name` of a multipart request. The multipart parser throws
+ * plain errors for a body it cannot read (no boundary, a part cut short, a boundary over 70
+ * characters, random bytes): they are the client's, 400 like any bad input.
+ */
+async function multipartFile(request: FastifyRequest, name: string): Promise<Buffer> {
+  try {
+    const file = await request.file();
+    if (!file) throw errors.badRequest(`${name} file field is required`);
+    if (file.fieldname !== name) {
+      file.file.resume();
+      throw errors.badRequest(`expected the file field to be named ${name}, got ${file.fieldname}`);
+    }
+    return await file.toBuffer(); // throws 413 past the configured limit
+  } catch (err) {
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status && status < 500) throw err;
+    throw errors.badRequest(`Malformed multipart body: ${(err as Error).message}`);
+  }
 }

@@ -30,12 +30,17 @@ export const ConfigSchema = Type.Object({
     }, { additionalProperties: false, default: {} }),
   }, { additionalProperties: false, default: {} }),
   auth: Type.Object({
-    /** Failed logins allowed per username, then per client address, within the window. */
+    /**
+     * Failed logins allowed per username from one client address (and wrong current passwords per
+     * user on a password change), then per client address, within the window.
+     */
     maxFailuresPerUser: Type.Integer({ default: 5, minimum: 1 }),
     maxFailuresPerAddress: Type.Integer({ default: 20, minimum: 1 }),
     failureWindowSeconds: Type.Integer({ default: 900, minimum: 1 }),
     /** Lifetime of the signed keys put in manifest and segment URLs. */
     mediaKeyTtlSeconds: Type.Integer({ default: 6 * 3600, minimum: 60 }),
+    /** A device session unused for this many days expires (0: never). */
+    sessionIdleDays: Type.Integer({ default: 90, minimum: 0 }),
   }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),

@@ -1,4 +1,5 @@
 import type { Migration } from '../../sdk/plugin.js';
+import { usernameKey } from '../auth/accounts.js';
 
 /** The core's own tables: accounts, device sessions, library grants, persisted timers. */
 export const coreMigrations: Migration[] = [
@@ -46,6 +47,32 @@ export const coreMigrations: Migration[] = [
         t.text('payload').nullable();
         t.index(['kind']);
       });
+    },
+  },
+  {
+    // Usernames used to be compared trimmed and lower-cased; now in one normalised form
+    // (usernameKey: NFKC, trimmed, case-folded). Two users whose names become the same key
+    // (`bob` and full-width `ｂｏｂ`, `strasse` and `STRAßE`) cannot both keep theirs: the server
+    // refuses to start, naming them, rather than pick one to rename or to lock out.
+    name: '003_username_keys',
+    async up(knex) {
+      const users: { id: number; username: string; username_key: string }[] = await knex('users').select('id', 'username', 'username_key').orderBy('id');
+      const byKey = new Map<string, typeof users>();
+      for (const u of users) byKey.set(usernameKey(u.username), [...(byKey.get(usernameKey(u.username)) ?? []), u]);
+      const clashes = [...byKey.values()].filter((same) => same.length > 1);
+      if (clashes.length) {
+        const names = clashes.map((same) => same.map((u) => `${JSON.stringify(u.username)} (id ${u.id})`).join(' and ')).join('; ');
+        const [keep, other] = clashes[0]!;
+        throw new Error(
+          `usernames are now compared ignoring case, width and surrounding spaces, and these users' names become the same: ${names}. ` +
+          `Rename all but one of each in the database, for example: UPDATE users SET username = '${other!.username.replace(/'/g, "''")}-${other!.id}', username_key = '${usernameKey(other!.username).replace(/'/g, "''")}-${other!.id}' WHERE id = ${other!.id}; ` +
+          `(keeping ${JSON.stringify(keep!.username)}), then start Antenna again.`,
+        );
+      }
+      // Changed keys are set in two steps, so that no intermediate state repeats one (the column is unique).
+      const changed = users.filter((u) => usernameKey(u.username) !== u.username_key);
+      for (const u of changed) await knex('users').where({ id: u.id }).update({ username_key: `#${u.id}` });
+      for (const u of changed) await knex('users').where({ id: u.id }).update({ username_key: usernameKey(u.username) });
     },
   },
 ];

@@ -6,8 +6,11 @@
  *   SIGKILL after a grace period.
  * - Every live process is tracked: stopAll() stops them at shutdown, and one
  *   process-wide `exit` handler SIGKILLs any group still alive if the server
- *   exits abruptly (process.exit, uncaught exception). Nothing can help if the
- *   server itself is SIGKILLed.
+ *   exits abruptly (process.exit, uncaught exception).
+ * - A server that is SIGKILLed runs no handler: each process is started through
+ *   util-linux's `setpriv --pdeathsig KILL` (when it is installed), so the
+ *   kernel kills it when the server dies. Without setpriv, the list of running
+ *   children in `runDir` lets the next start kill what was left (leftovers.ts).
  * - Args and stderr are redacted before they are logged or kept: the caller's
  *   `secrets`, query values of api_key/key/token/password…, and `user:pass@`
  *   in URLs all become `***`.
@@ -23,7 +26,9 @@ import type {
   ProbeResult,
   SpawnOptions,
 } from '../../sdk/services.js';
-import { describeSource, type BinarySource } from './resolve.js';
+import { spawnSync } from 'node:child_process';
+import { describeSource, findOnPath, isExecutableFile, type BinarySource } from './resolve.js';
+import { ChildList } from './leftovers.js';
 import { makeRedactor, secretsInArgs } from '../redact.js';
 
 const TAIL_MAX_LINES = 50;
@@ -126,6 +131,24 @@ export interface SupervisorPaths {
 export interface SupervisorOptions {
   /** Time between SIGTERM and SIGKILL in stop(). Default 3000 ms. */
   stopGraceMs?: number;
+  /** Where the list of running children is kept for the next start to reap (leftovers.ts); none when undefined. */
+  runDir?: string;
+  /** Start children through `setpriv --pdeathsig KILL` when it is installed (default true). */
+  parentDeathSignal?: boolean;
+}
+
+/**
+ * util-linux's setpriv when it is installed and knows --pdeathsig (2.33 and later): the parent-death
+ * signal it sets survives its exec of ffmpeg. Linux only; looked up once per process.
+ */
+let setprivPath: string | null | undefined;
+export function findSetpriv(): string | undefined {
+  if (setprivPath === undefined) {
+    setprivPath = null;
+    const found = process.platform === 'linux' ? findOnPath('setpriv', process.env.PATH ?? '/usr/bin:/bin') : undefined;
+    if (found && spawnSync(found, ['--pdeathsig', 'KILL', '--', found, '--version'], { stdio: 'ignore', timeout: 5000 }).status === 0) setprivPath = found;
+  }
+  return setprivPath ?? undefined;
 }
 
 export interface InternalSpawnOptions extends SpawnOptions {
@@ -210,13 +233,21 @@ export class FfmpegSupervisor implements FfmpegService {
   private readonly live = new Set<SupervisedProcess>();
   private readonly global = globalState();
   private versionPromise: Promise<string> | undefined;
+  /** setpriv, when children are started through it. */
+  private readonly launcher: string | undefined;
+  private readonly children: ChildList | undefined;
 
   constructor(private readonly logger: Logger, paths: SupervisorPaths, options: SupervisorOptions = {}) {
     this.ffmpegPath = paths.ffmpegPath;
     this.ffprobePath = paths.ffprobePath;
     this.sources = paths.source;
     this.graceMs = options.stopGraceMs ?? 3000;
+    this.launcher = options.parentDeathSignal === false ? undefined : findSetpriv();
+    this.children = options.runDir ? new ChildList(options.runDir, logger) : undefined;
   }
+
+  /** Whether children die with this process even when it is SIGKILLed. */
+  get diesWithParent(): boolean { return this.launcher !== undefined; }
 
   /** Number of processes started by this supervisor that are still running. */
   get liveCount(): number { return this.live.size; }
@@ -351,7 +382,9 @@ export class FfmpegSupervisor implements FfmpegService {
     const log = this.logger;
     const startedAt = Date.now();
 
-    const child = spawnChild(file, args, {
+    // A missing binary is spawned as is, so that it fails as ENOENT rather than as setpriv's exit code.
+    const [command, argv] = this.launcher && isExecutableFile(file) ? [this.launcher, ['--pdeathsig', 'KILL', '--', file, ...args]] : [file, args];
+    const child = spawnChild(command, argv, {
       cwd: options.cwd,
       detached: true,
       stdio: ['ignore', options.stdout === 'pipe' ? 'pipe' : 'ignore', 'pipe'],
@@ -406,6 +439,7 @@ export class FfmpegSupervisor implements FfmpegService {
     const proc = new SupervisedProcess(child, options.stopGraceMs ?? this.graceMs, tail, (self, info) => {
       this.live.delete(self);
       this.global.live.delete(self.trackedEntry);
+      this.children?.remove(self.pid);
       if (options.signal) options.signal.removeEventListener('abort', onAbort);
       const fields = {
         label,
@@ -427,6 +461,7 @@ export class FfmpegSupervisor implements FfmpegService {
     if (proc.isAlive && proc.pid > 1) {
       this.live.add(proc);
       this.global.live.add(proc.trackedEntry);
+      this.children?.add(proc.pid);
     }
     const spawnFields = { label, childPid: proc.pid || undefined, binary, args: redactedArgs };
     if (routine) log.debug(spawnFields, `${binary} spawned`);

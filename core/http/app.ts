@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { RouteAuth } from '../../sdk/http.js';
 import Ajv from 'ajv';
@@ -40,6 +42,23 @@ function validators() {
   return ({ schema, httpPart }: { schema: any; httpPart?: string }) => (httpPart === 'body' ? strict : coercing).compile(schema);
 }
 
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (a malformed request line or
+ * header, headers over 16 KB) get the one error body too, then the connection closes.
+ */
+function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request headers too large']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request timed out']
+    : [400, 'Malformed HTTP request'];
+  this.log.debug({ code: err.code, status }, 'client error');
+  const body = JSON.stringify({ error: message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
 export async function createHttp(options: {
   config: AntennaConfig; logger: Logger; auth: AuthServiceImpl; secret: string; version: string;
 }): Promise<FastifyInstance> {
@@ -60,6 +79,7 @@ export async function createHttp(options: {
       const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
       reply.code(tooLong ? 414 : err.statusCode ?? 400).send({ error: tooLong ? 'A path parameter is too long' : 'Malformed URL' });
     },
+    clientErrorHandler,
   } as any) as unknown as FastifyInstance;
 
   // Registered before any route, so it also sees the routes of every plugin scope.

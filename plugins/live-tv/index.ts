@@ -123,7 +123,7 @@ export default definePlugin({
       deps: { live: importsService },
       async run(_args, io, { live }) {
         const summary = await live.refreshAll((label, f, m) => io.progress.update(label, f, m));
-        for (const t of summary.tuners) io.out('error' in t ? `tuner ${t.id}: FAILED ${t.error} (previous channels kept)` : `tuner ${t.id}: ${t.channels} channels, ${t.added} new, ${t.removed} gone`);
+        for (const t of summary.tuners) io.out('error' in t ? `tuner ${t.id}: FAILED ${t.error} (previous channels kept)` : `tuner ${t.id}: ${t.channels} channels, ${t.added} new, ${t.removed} gone, ${t.warnings} warnings`);
         for (const g of summary.guides) io.out('error' in g ? `guide ${g.id}: FAILED ${g.error} (previous guide kept)` : `guide ${g.id}: ${g.programmes} programmes, ${g.channels} channels, ${g.skipped} skipped, ${g.warnings} warnings`);
         io.out(`${summary.mapped} channels have guide data`);
         if ([...summary.tuners, ...summary.guides].some((s) => 'error' in s)) throw new Error('some sources failed to import');

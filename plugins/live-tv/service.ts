@@ -5,8 +5,14 @@ import type { LiveTvRegistry } from './registry.js';
 
 export type Progress = (label: string, fraction: number, message?: string) => void;
 
+/** A tuner's import: the store's counts, and the entries the tuner left out with a warning. */
+export type TunerImport = ImportCounts & { warnings: number };
+
+/** Warnings of one import written to the log; the rest are only counted. */
+const LOGGED_WARNINGS = 20;
+
 export interface RefreshSummary {
-  tuners: ({ id: string } & (ImportCounts | { error: string }))[];
+  tuners: ({ id: string } & (TunerImport | { error: string }))[];
   guides: ({ id: string } & (GuideLoadResult | { error: string }))[];
   mapped: number;
 }
@@ -29,8 +35,8 @@ export class LiveTvService {
     this.guide = new GuideStore(knex, log);
   }
 
-  async refreshTuner(tuner: Tuner, progress?: Progress): Promise<ImportCounts> {
-    const job = this.jobs.ensure<{ result?: ImportCounts }>(`livetv:tuner:${tuner.id}`, () => ({
+  async refreshTuner(tuner: Tuner, progress?: Progress): Promise<TunerImport> {
+    const job = this.jobs.ensure<{ result?: TunerImport }>(`livetv:tuner:${tuner.id}`, () => ({
       kind: 'livetv-import',
       data: {},
       run: async (ctx) => {
@@ -38,16 +44,20 @@ export class LiveTvService {
         report(0, 'reading playlist');
         // An array, or an async iterable: the store reduces each channel to what it stores as the tuner
         // yields it, so a 100,000-channel list never exists as objects all at once.
-        const listed = tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m) });
+        let warnings = 0;
+        const warning = (message: string) => {
+          if (++warnings <= LOGGED_WARNINGS) this.log.warn({ event: 'tuner_warning', tuner: tuner.id, warning: String(message).slice(0, 500) }, 'playlist entry left out');
+        };
+        const listed = tuner.listChannels({ signal: ctx.signal, progress: (f, m) => report(f * 0.8, m), warning });
         const channels = Symbol.asyncIterator in listed ? listed : await listed;
         const counts = await this.channels.replaceTunerChannels(tuner.id, channels, (n) => {
           ctx.signal.throwIfAborted();
           report(0.8, `storing ${n} channels`);
         });
         await this.remap();
-        ctx.data.result = counts;
-        report(1, `${counts.channels} channels (${counts.added} new, ${counts.removed} gone, ${counts.duplicates} duplicates skipped)`);
-        this.log.info({ event: 'tuner_import', tuner: tuner.id, ...counts }, 'channels imported');
+        ctx.data.result = { ...counts, warnings };
+        report(1, `${counts.channels} channels (${counts.added} new, ${counts.removed} gone, ${counts.duplicates} duplicates skipped), ${warnings} warnings`);
+        this.log.info({ event: 'tuner_import', tuner: tuner.id, ...counts, warnings }, 'channels imported');
       },
     }));
     return this.outcome(job, `tuner ${tuner.name}`);

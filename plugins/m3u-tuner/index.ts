@@ -9,14 +9,15 @@ import {
   type SourceReader, type StreamSource, type Static, type Tuner, type TunerChannel,
 } from 'antenna/sdk';
 import { M3uParser } from './m3u-parser.js';
-import { toTunerChannel } from './channels.js';
+import { refusal, toTunerChannel } from './channels.js';
+import { StreamRelay } from './relay.js';
 
 const SourceSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown to users; unique among sources' }),
   url: Type.String({ minLength: 1, description: 'A path (relative to the config file), a file:// or an http(s) URL' }),
   maxStreams: Type.Integer({ minimum: 1, maximum: 1000, default: 1, description: 'Simultaneous upstream connections the provider allows' }),
   refresh: Duration({ default: '12h' }),
-  userAgent: Type.Optional(Type.String({ minLength: 1, description: 'Sent when fetching the playlist and streams that set none' })),
+  userAgent: Type.Optional(Type.String({ minLength: 1, pattern: '^[^\\x00-\\x1f\\x7f]*$', description: 'Sent when fetching the playlist and streams that set none' })),
 }, { additionalProperties: false });
 
 const configSchema = Type.Object({
@@ -32,21 +33,52 @@ type Source = Static<typeof SourceSchema>;
  */
 const PARSE_SLICE = 16 * 1024;
 
-// Schemes ffmpeg may open for a playlist entry; everything else (plugin://, web pages, pipe://) is refused.
-const STREAM_SCHEMES = /^(https?|rtmps?|rtsp|rtp|udp|srt):\/\//i;
-
-export function streamInput(url: string, headers: Record<string, string>, fallbackUserAgent: string): StreamSource {
-  if (!STREAM_SCHEMES.test(url)) throw errors.badGateway(`this channel's stream URL cannot be played (unsupported scheme)`);
+/**
+ * ffmpeg's input for a channel. A stream URL with credentials in it (`user:pass@`, a password in the
+ * query or the path, or a secret of the source's own URL as a path segment or query value) is read
+ * through the relay, never put on ffmpeg's command line; every such value goes into `secrets`.
+ */
+export function streamInput(
+  channel: { name: string; data?: Record<string, unknown> }, source: { secrets: string[]; userAgent: string },
+  sources: SourceReader, relay: StreamRelay, signal: AbortSignal,
+): StreamSource {
+  const data = channel.data as { url?: string; headers?: Record<string, string> } | undefined;
+  if (!data?.url) throw errors.badGateway(`Channel ${channel.name} has no stream URL`);
+  const { url, headers = {} } = data;
+  // Checked again here: channels imported before the check existed are still stored.
+  const refused = refusal(url, headers);
+  if (refused) throw errors.badGateway(`Channel ${channel.name} cannot be played: ${refused}`);
+  const secrets = [...source.secrets, ...sources.secretsOf(url)];
   const args: string[] = [];
+  let input = url;
   if (/^https?:/i.test(url)) {
-    const { 'user-agent': ua, ...rest } = headers;
-    args.push('-user_agent', ua ?? fallbackUserAgent);
+    const { 'user-agent': ua = source.userAgent, ...rest } = headers;
+    args.push('-user_agent', ua);
     const extra = Object.entries(rest).map(([k, v]) => `${k}: ${v}\r\n`).join('');
     if (extra) args.push('-headers', extra);
     args.push('-reconnect', '1', '-reconnect_streamed', '1', '-reconnect_delay_max', '5');
+    if (hasCredentials(url, secrets)) {
+      const relayed = relay.open(url, { ...rest, 'user-agent': ua }, signal);
+      input = relayed.url;
+      secrets.push(relayed.token);
+    }
   }
-  args.push('-i', url);
-  return { inputArgs: args };
+  args.push('-i', input);
+  return { inputArgs: args, secrets };
+}
+
+/** Whether the URL's userinfo, a path segment or a query value is one of `secrets`. */
+function hasCredentials(url: string, secrets: readonly string[]): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false; // nothing, the relay included, can fetch it
+  }
+  if (parsed.username || parsed.password) return true;
+  const decode = (part: string) => { try { return decodeURIComponent(part); } catch { return part; } };
+  const parts = [...parsed.pathname.split('/').map(decode), ...parsed.searchParams.values()];
+  return parts.some((part) => part !== '' && secrets.includes(part));
 }
 
 /**
@@ -65,15 +97,27 @@ function looksBinary(first: Buffer): boolean {
  * file nor its channels are ever held whole.
  */
 async function* readPlaylist(
-  source: Source, sources: SourceReader, userAgent: string, signal: AbortSignal, progress?: (fraction: number, message?: string) => void,
+  source: Source, sources: SourceReader, userAgent: string,
+  { signal, progress, warning }: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void; warning?: (message: string) => void },
 ): AsyncGenerator<TunerChannel[]> {
   progress?.(0, `fetching ${source.name}`);
   const { chunks, url, size } = await sources.open(source.url, { signal, userAgent });
+  const secrets = sources.secretsOf(source.url);
   let ready: TunerChannel[] = [];
   let count = 0;
+  let refused = 0;
   const parser = new M3uParser({
     baseUrl: url.startsWith('file://') ? pathToFileURL(url.slice(7)).href : url,
-    onEntry: (e) => { ready.push(toTunerChannel(e)); },
+    onEntry: (e) => {
+      const why = refusal(e.url, e.headers);
+      if (!why) {
+        ready.push(toTunerChannel(e));
+        return;
+      }
+      refused++;
+      // The name falls back to the URL: redacted like one.
+      warning?.(sources.redact(`line ${e.line}: "${e.name.slice(0, 100)}": ${why}; skipped`, [...secrets, ...sources.secretsOf(e.url)]));
+    },
   });
   let head = Buffer.alloc(0); // the first bytes, to tell an empty playlist from something else
   let bytes = 0;
@@ -99,21 +143,21 @@ async function* readPlaylist(
     throw errors.badGateway(`${source.name} is not an M3U playlist`);
   }
   if (ready.length) yield ready;
-  progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
+  progress?.(1, `${count} channels, ${playlist.skipped + refused} entries skipped`);
 }
 
-function tunerFor(source: Source, sources: SourceReader, version: string): Tuner {
+function tunerFor(source: Source, sources: SourceReader, relay: StreamRelay, version: string): Tuner {
   const userAgent = source.userAgent ?? `Antenna/${version}`;
+  // The source's own credentials (Xtream's get.php?username=…&password=…) are those of its streams too.
+  const secrets = sources.secretsOf(source.url);
   return {
     id: `m3u:${source.name.replace(/[^\w.:@-]/g, '_')}`,
     name: source.name,
     maxStreams: source.maxStreams,
     refreshMs: parseDuration(source.refresh),
-    listChannels: ({ signal, progress }) => readPlaylist(source, sources, userAgent, signal, progress),
-    async openStream({ channel }) {
-      const data = channel.data as { url?: string; headers?: Record<string, string> } | undefined;
-      if (!data?.url) throw errors.badGateway(`channel ${channel.name} has no stream URL`);
-      return streamInput(data.url, data.headers ?? {}, userAgent);
+    listChannels: (options) => readPlaylist(source, sources, userAgent, options),
+    async openStream({ channel, signal }) {
+      return streamInput(channel, { secrets, userAgent }, sources, relay, signal);
     },
   };
 }
@@ -127,13 +171,15 @@ export default definePlugin({
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources },
-      async init({ config, tuners, host, sources: reader }) {
+      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources, http: coreServices.http },
+      async init({ config, tuners, host, sources: reader, http }) {
+        const relay = new StreamRelay(() => host.localUrl);
+        relay.routes(http);
         const names = new Set<string>();
         for (const source of config.sources) {
           if (names.has(source.name)) throw new Error(`two sources are named ${source.name}; names must be unique`);
           names.add(source.name);
-          tuners.addTuner(tunerFor(source, reader, host.version));
+          tuners.addTuner(tunerFor(source, reader, relay, host.version));
         }
       },
     });

@@ -2,7 +2,7 @@
  * xmltv-guide: XMLTV guides (files or http(s) URLs, .xml.gz too) as a live-tv guide source,
  * parsed as a stream so a 300 MB guide never sits in memory.
  *
- *   xmltv-guide: { sources: [ { url: ./guide.xml.gz, refresh: 6h } ], maxAge: 24h, preferredLanguage: en }
+ *   xmltv-guide: { sources: [ { url: ./guide.xml.gz, refresh: 6h } ], maxAge: 24h, preferredLanguage: en, maxBytes: 1073741824 }
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -26,6 +26,11 @@ const configSchema = Type.Object({
   preferredLanguage: Type.Optional(Type.String({ minLength: 1, maxLength: 35 })),
   /** Programmes that ended longer ago than this are not stored. */
   maxAge: Duration({ default: '24h' }),
+  /**
+   * A guide larger than this once decompressed fails its import (the previous guide stays): a gzip
+   * bomb (8 MB inflating to 4 GiB) otherwise kept a core busy for minutes.
+   */
+  maxBytes: Type.Integer({ minimum: 1024, default: 1024 * 1024 * 1024 }),
 }, { additionalProperties: false });
 
 type Config = Static<typeof configSchema>;
@@ -39,8 +44,8 @@ function guideFor(source: Static<typeof SourceSchema>, config: Config, sources: 
     name,
     refreshMs: parseDuration(source.refresh),
     async load({ signal, sink }) {
-      // No size limit: real guides run to hundreds of megabytes and are parsed as they arrive.
-      const opened = await sources.open(source.url, { signal, maxBytes: Number.MAX_SAFE_INTEGER });
+      // Real guides run to hundreds of megabytes, parsed as they arrive: the limit is for bombs.
+      const opened = await sources.open(source.url, { signal, maxBytes: config.maxBytes });
       return parseXmltv(Readable.from(opened.chunks), sink, {
         signal, totalBytes: opened.size, now: clock.now(), maxAgeMs: parseDuration(config.maxAge),
         preferredLanguage: source.preferredLanguage ?? config.preferredLanguage,

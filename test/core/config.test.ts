@@ -34,7 +34,7 @@ t.test('loadConfig', async (t) => {
     t.strictSame(c.database, { client: 'sqlite3' });
     t.strictSame(c.ffmpeg, { ffmpegPath: 'auto', ffprobePath: 'auto' });
     t.strictSame(c.clients, { dashOnly: { exact: ['STB'], prefix: ['Android'] } });
-    t.strictSame(c.auth, { maxFailuresPerUser: 5, maxFailuresPerAddress: 20, failureWindowSeconds: 900, mediaKeyTtlSeconds: 6 * 3600 });
+    t.strictSame(c.auth, { maxFailuresPerUser: 5, maxFailuresPerAddress: 20, failureWindowSeconds: 900, mediaKeyTtlSeconds: 6 * 3600, sessionIdleDays: 90 });
     t.strictSame(c.logging, { level: 'info' });
     t.strictSame(c.plugins, {});
     t.equal(c.file, file);

@@ -1,12 +1,13 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { resolveBinaries } from '../../core/ffmpeg/resolve.js';
-import { FfmpegSupervisor } from '../../core/ffmpeg/supervisor.js';
+import { FfmpegSupervisor, findSetpriv } from '../../core/ffmpeg/supervisor.js';
+import { createTestHost } from '../../sdk/testing.js';
 import { makeRedactor, secretsInArgs } from '../../core/redact.js';
 import type { ExitInfo, FfmpegProcess } from '../../sdk/services.js';
 
@@ -432,3 +433,80 @@ t.test('the exit handler kills tracked ffmpeg groups when the server exits abrup
   if (!gone && pid > 1) { try { process.kill(-pid, 'SIGKILL'); } catch { /* already gone */ } }
   t.ok(gone, 'ffmpeg did not outlive the server');
 });
+
+/* ---------------------------------------------------------------- a server killed with SIGKILL */
+
+/**
+ * A server process (node) whose supervisor runs a long ffmpeg; prints the ffmpeg's pid once it
+ * encodes, then waits to be killed.
+ */
+function startServerWithFfmpeg(options: string): { server: ReturnType<typeof spawn>; pid: Promise<number> } {
+  const script = `
+    const pino = require('pino');
+    const { FfmpegSupervisor } = require(${JSON.stringify(path.join(__dirname, '../../core/ffmpeg/supervisor.js'))});
+    const sup = new FfmpegSupervisor(pino({ level: 'silent' }), { ffmpegPath: ${JSON.stringify(NPM_FFMPEG)}, ffprobePath: ${JSON.stringify(NPM_FFPROBE)} }, ${options});
+    let told = false;
+    const p = sup.spawn(['-re', '-f', 'lavfi', '-i', 'testsrc2=size=160x120:rate=25', '-t', '600', '-f', 'null', '-'], {
+      onStderrLine: (l) => { if (!told && /frame=/.test(l)) { told = true; setTimeout(() => console.log(String(p.pid)), 200); } },
+    });
+    setInterval(() => {}, 1000);
+  `;
+  const server = spawn(process.execPath, ['-e', script], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const pid = new Promise<number>((resolve, reject) => {
+    let out = '';
+    server.stdout!.on('data', (c: Buffer) => { out += c; if (out.includes('\n')) resolve(Number(out.trim())); });
+    server.once('exit', () => reject(new Error('the server exited before its ffmpeg ran')));
+  });
+  return { server, pid };
+}
+
+async function gone(pid: number, ms: number): Promise<number | undefined> {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    if (isGone(pid)) return Date.now() - start;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return undefined;
+}
+
+t.test('ffmpeg dies with a server killed by SIGKILL (parent-death signal)', async (t) => {
+  if (!findSetpriv()) {
+    t.plan(0, 'setpriv (util-linux) is not installed');
+    return;
+  }
+  const { server, pid: pidP } = startServerWithFfmpeg('{}');
+  t.teardown(() => { server.kill('SIGKILL'); });
+  const pid = await pidP;
+  t.notOk(isGone(pid), `ffmpeg ${pid} runs`);
+  t.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0], /ffmpeg$/, 'setpriv became ffmpeg: the process is ffmpeg itself');
+  server.kill('SIGKILL');
+  const after = await gone(pid, 5000);
+  if (after === undefined) killGroupOf(pid);
+  t.ok(after !== undefined, `ffmpeg was gone ${after} ms after the server's SIGKILL`);
+});
+
+t.test('without a parent-death signal, the next start kills what a SIGKILLed server left', async (t) => {
+  const dataDir = tmpDir(t, 'antenna-leftovers-');
+  const runDir = path.join(dataDir, 'run');
+  const { server, pid: pidP } = startServerWithFfmpeg(`{ parentDeathSignal: false, runDir: ${JSON.stringify(runDir)} }`);
+  t.teardown(() => { server.kill('SIGKILL'); });
+  const pid = await pidP;
+  t.teardown(() => killGroupOf(pid));
+  const lists = readdirSync(runDir);
+  t.equal(lists.length, 1, `the server lists its running children (${lists.join(', ')})`);
+  server.kill('SIGKILL');
+  await new Promise((r) => setTimeout(r, 1000));
+  t.notOk(isGone(pid), 'ffmpeg outlives the SIGKILLed server');
+
+  // A server starting on the same data dir kills it.
+  const { lines, logger } = captureLogger();
+  const host = await createTestHost({ dataDir, logger });
+  t.teardown(() => host.close());
+  t.ok(await gone(pid, 5000) !== undefined, 'the leftover ffmpeg is gone once the next server started');
+  t.strictSame(readdirSync(runDir), [], 'its list is removed');
+  t.ok(lines.some((l) => /"event":"ffmpeg_leftovers","killed":1/.test(l)), 'the start logs what it killed');
+});
+
+function killGroupOf(pid: number): void {
+  if (pid > 1) { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } }
+}

@@ -106,11 +106,13 @@ export function tinyGif(): Buffer {
   return Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 }
 
-/** `size` bytes that start like a PNG (for size limits; only the head is sniffed). */
+/** A well-formed PNG of exactly `size` bytes (for size limits): the 1×1 image with a private chunk of padding before IEND. */
 export function pngOfSize(size: number): Buffer {
-  const buf = Buffer.alloc(size, 0x42);
-  tinyPng().copy(buf, 0, 0, 16);
-  return buf;
+  const png = tinyPng();
+  const iend = png.subarray(png.length - 12);
+  const padding = size - png.length - 12;
+  if (padding < 0) throw new Error(`a PNG takes at least ${png.length + 12} bytes`);
+  return Buffer.concat([png.subarray(0, png.length - 12), pngChunk('prVt', Buffer.alloc(padding, 0x42)), iend]);
 }
 
 /* --------------------------------------------------------------- multipart */
