@@ -34,6 +34,9 @@ export const TIMELINE_OFFSET = 10;
 /** AAC stereo made for audio-only and transcode (bits per second, as play-decision assumes). */
 export const AUDIO_BITRATE = 160_000;
 
+/** x264's VBV buffer, in seconds at maxrate: over any stretch of t seconds a transcode holds at most maxrate × (t + this). */
+export const VBV_SECONDS = 1;
+
 export interface RunArgs {
   input: string;
   info: MediaInfo;
@@ -139,7 +142,7 @@ function videoTranscodeArgs(o: RunArgs): string[] {
   return [
     '-vf', filters.join(','),
     '-c:v', 'libx264', '-preset', o.preset, '-profile:v', 'high', '-level:v', h264Level(height || video.height, fps),
-    '-b:v', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps * 2}k`,
+    '-b:v', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps * VBV_SECONDS}k`,
     '-force_key_frames', `expr:gte(t,n_forced*${o.segmentSeconds})`,
     // Keyframes only where forced: no scene-cut keyframes, x264's own interval beyond two segments.
     '-sc_threshold', '0', '-g', String(Math.ceil(fps * o.segmentSeconds * 2)),

@@ -10,7 +10,17 @@
 import { TIMELINE_OFFSET } from './ffmpeg-args.js';
 
 export interface VideoTrack { codec: string; width: number; height: number; bandwidth: number; frameRate?: number }
-export interface AudioTrack { codec: string; channels: number; sampleRate: number; bandwidth: number; language: string | null; name: string }
+export interface AudioTrack {
+  codec: string;
+  channels: number;
+  /** E-AC-3 with Joint Object Coding (Atmos): HLS says CHANNELS="16/JOC". */
+  joc?: boolean;
+  sampleRate: number;
+  bandwidth: number;
+  /** BCP 47. */
+  language: string | null;
+  name: string;
+}
 
 /** A WebVTT track other plugins list (the subtitles plugin). */
 export interface SubtitleTrack {
@@ -69,7 +79,7 @@ export function hlsMaster(m: ManifestInput): string {
   if (video && audio) {
     const attrs = ['TYPE=AUDIO', 'GROUP-ID="audio"', `NAME=${quote(audio.name)}`];
     if (audio.language) attrs.push(`LANGUAGE=${quote(audio.language)}`);
-    attrs.push('DEFAULT=YES', 'AUTOSELECT=YES', `CHANNELS="${audio.channels}"`, `URI=${quote(m.link(FILES.playlist('a')))}`);
+    attrs.push('DEFAULT=YES', 'AUTOSELECT=YES', `CHANNELS="${audio.joc ? '16/JOC' : audio.channels}"`, `URI=${quote(m.link(FILES.playlist('a')))}`);
     lines.push(`#EXT-X-MEDIA:${attrs.join(',')}`);
   }
   const subtitles = video ? m.subtitles ?? [] : [];
@@ -151,8 +161,10 @@ export function dashMpd(m: ManifestInput): string {
   if (audio) {
     lines.push(
       `    <AdaptationSet id="1" contentType="audio" mimeType="audio/mp4" segmentAlignment="true" startWithSAP="1"${audio.language ? ` lang="${xml(audio.language)}"` : ''}>`,
+      `      <Label>${xml(audio.name)}</Label>`,
       `      <Representation id="audio" codecs="${xml(audio.codec)}" bandwidth="${audio.bandwidth}" audioSamplingRate="${audio.sampleRate}">`,
-      `        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="${audio.channels}"/>`,
+      `        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="${channelConfiguration(audio.channels)}"/>`,
+      ...(audio.joc ? ['        <SupplementalProperty schemeIdUri="tag:dolby.com,2018:dash:EC3_ExtensionType:2018" value="JOC"/>'] : []),
       ...template('a'),
       '      </Representation>',
       '    </AdaptationSet>',
@@ -171,6 +183,11 @@ export function dashMpd(m: ManifestInput): string {
   });
   lines.push('  </Period>', '</MPD>', '');
   return lines.join('\n');
+}
+
+/** ISO/IEC 23091-3 ChannelConfiguration of a channel count: 1–6 are themselves (5.1 is 6), 7.1 is 12. */
+function channelConfiguration(channels: number): number {
+  return channels === 8 ? 12 : channels;
 }
 
 /** `<S>` elements: t of the first, runs of equal durations folded into r. */

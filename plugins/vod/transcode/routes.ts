@@ -11,15 +11,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { deviceCaps, errors, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type Static } from 'antenna/sdk';
+import { deviceCaps, errors, languageName, normalizeLanguage, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type Static } from 'antenna/sdk';
 import { playableItem, type Playable } from '../access.js';
 import type { Catalog } from '../catalog.js';
 import type { AudioInfo } from '../model.js';
 import { decide } from '../play-decision.js';
 import { CachedItems } from '../play-routes.js';
 import type { VodStore } from '../store.js';
-import { AUDIO_BITRATE, TIMELINE_OFFSET } from './ffmpeg-args.js';
-import { dashMpd, hlsMaster, hlsMedia, hlsSubtitles, parseJobFile, type ManifestInput, type SubtitleTrack } from './manifests.js';
+import { AUDIO_BITRATE, TIMELINE_OFFSET, VBV_SECONDS } from './ffmpeg-args.js';
+import { dashMpd, hlsMaster, hlsMedia, hlsSubtitles, parseJobFile, segmentDurations, type ManifestInput, type SubtitleTrack } from './manifests.js';
 import type { Plan, Tracks } from './session.js';
 import type { Transcoder } from './transcoder.js';
 import { checkVariant, variantOf, type Variant, type VariantTokens } from './variant.js';
@@ -184,17 +184,34 @@ function manifestInput(p: Playable, variant: Variant, plan: Plan, tracks: Tracks
     codec: tracks.video.codec,
     width: tracks.video.width ?? info.video?.width ?? 0,
     height: tracks.video.height ?? info.video?.height ?? 0,
-    // A peak estimate: a transcode's maxrate, or a copied stream's average with headroom.
-    bandwidth: variant.method === 'transcode' ? variant.videoKbps * 1000 : Math.round((copiedVideoBitrate || 5_000_000) * 1.5),
+    // A peak: a transcode's maxrate with the VBV buffer spent within the shortest segment; a copied stream's average with headroom.
+    bandwidth: variant.method === 'transcode'
+      ? Math.ceil(variant.videoKbps * 1000 * (1 + VBV_SECONDS / Math.min(...segmentDurations(plan.bounds))) * CONTAINER_OVERHEAD)
+      : Math.round((copiedVideoBitrate || 5_000_000) * 1.5),
     frameRate: info.video?.fps ?? undefined,
   };
+  const language = normalizeLanguage(audioInfo?.language);
   const audio = tracks.audio && {
     codec: tracks.audio.codec,
     channels: tracks.audio.channels ?? 2,
     sampleRate: tracks.audio.sampleRate ?? 48_000,
-    bandwidth: variant.method === 'remux' ? 640_000 : AUDIO_BITRATE,
-    language: audioInfo?.language ?? null,
-    name: audioInfo?.title ?? audioInfo?.language ?? 'Audio',
+    joc: tracks.audio.joc,
+    bandwidth: Math.ceil((variant.method === 'remux' && audioInfo ? copiedAudioBitrate(audioInfo) : AUDIO_BITRATE) * AUDIO_PEAK),
+    language,
+    name: audioInfo?.title || languageName(language) || 'Audio',
   };
   return { plan: plan.bounds, video, audio, link: (f) => `${base}${f}?key=${key}` };
+}
+
+/** fMP4 boxes (moof, trun entries) over the media bytes. */
+const CONTAINER_OVERHEAD = 1.03;
+/** An audio segment's peak over its average: AAC and Opus are variable within their nominal rate. */
+const AUDIO_PEAK = 1.15;
+
+/** A copied audio track's bitrate: what the scan read, else a ceiling for its codec and channels. */
+function copiedAudioBitrate(a: AudioInfo): number {
+  if (a.bitrate) return a.bitrate;
+  if (a.codec === 'flac' || a.codec === 'alac' || a.codec.startsWith('pcm')) return 800_000 * Math.max(1, a.channels / 2);
+  if (a.codec === 'aac' || a.codec === 'mp3' || a.codec === 'opus' || a.codec === 'vorbis') return Math.min(640_000, 128_000 * Math.max(1, a.channels / 2));
+  return 640_000;
 }
