@@ -9,7 +9,7 @@
  * Transcodes (video encoded) run within the server's transcode budget
  * (coreServices.transcodes): a job takes a slot when its ffmpeg starts. A user
  * at their own limit who opens a transcode on a device that already runs one
- * has that older one stopped (the player moved on: another title, audio track
+ * has the oldest of those stopped (the player moved on: another title, audio track
  * or quality), as Jellyfin and Plex do per device.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -74,26 +74,29 @@ export class Transcoder {
     const existed = this.jobs.get(key)?.state === 'running';
     const session = this.session(r);
     try {
-      session.ensureStarted();
-    } catch (err) {
-      if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) {
-        if (!existed) await this.jobs.get(key)?.stop('refused by the transcode budget');
-        throw err;
+      try {
+        session.ensureStarted();
+      } catch (err) {
+        if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) throw err;
+        session.ensureStarted();
       }
-      session.ensureStarted();
+    } catch (err) {
+      if (!existed) await this.jobs.get(key)?.stop('refused by the transcode budget');
+      throw err;
     }
     return session;
   }
 
-  /** Stops the transcodes this user runs on this device, but `keep`; whether there were any. */
+  /** Stops the oldest transcode this user runs on this device (but `keep`); whether there was one. */
   private async stopOtherTranscodes(r: SessionRequest, keep: string): Promise<boolean> {
-    const mine = this.jobs.list().filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep
-      && j.key.endsWith(`:${this.owner(r)}`) && this.jobs.get<VodSession>(j.key)?.data.variant.method === 'transcode');
-    for (const j of mine) {
-      this.log.info({ event: 'transcode_replaced', job: j.key, by: keep }, 'vod transcode: replaced by a newer one of the same device');
-      await this.jobs.get(j.key)?.stop('replaced by a newer transcode of the same device');
-    }
-    return mine.length > 0;
+    const oldest = this.jobs.list()
+      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`)
+        && this.jobs.get<VodSession>(j.key)?.data.variant.method === 'transcode')
+      .sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
+    if (!oldest) return false;
+    this.log.info({ event: 'transcode_replaced', job: oldest.key, by: keep }, 'vod transcode: replaced by a newer one of the same device');
+    await this.jobs.get(oldest.key)?.stop('replaced by a newer transcode of the same device');
+    return true;
   }
 
   private admit(r: SessionRequest): () => TranscodeSlot {
