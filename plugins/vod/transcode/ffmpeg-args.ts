@@ -146,6 +146,8 @@ function videoTranscodeArgs(o: RunArgs): string[] {
     '-force_key_frames', `expr:gte(t,n_forced*${o.segmentSeconds})`,
     // Keyframes only where forced: no scene-cut keyframes, x264's own interval beyond two segments.
     '-sc_threshold', '0', '-g', String(Math.ceil(fps * o.segmentSeconds * 2)),
+    // The source's frames as they are: the mp4 muxer's default (constant frame rate) adds a frame at the end.
+    '-vsync', 'passthrough',
   ];
 }
 
