@@ -7,7 +7,6 @@
  * rendition group, two DASH adaptation sets. They share the plan, so segment k
  * of either covers the same time.
  */
-import { TIMELINE_OFFSET } from './ffmpeg-args.js';
 
 export interface VideoTrack { codec: string; width: number; height: number; bandwidth: number; frameRate?: number }
 export interface AudioTrack {
@@ -30,7 +29,7 @@ export interface SubtitleTrack {
   forced: boolean;
   /** The .vtt URL with its key (absolute path), as DASH players fetch it. */
   url: string;
-  /** The same for HLS: with the timestamp map (the segments' timestamps start at TIMELINE_OFFSET). */
+  /** The same for HLS: with the timestamp map (the segments' timeline starts at 0, as the cues'). */
   hlsUrl: string;
 }
 
@@ -136,7 +135,7 @@ export function dashMpd(m: ManifestInput): string {
   const duration = m.plan[m.plan.length - 1]!;
   const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const template = (track: 'v' | 'a') => [
-    `        <SegmentTemplate timescale="${TIMESCALE}" presentationTimeOffset="${TIMELINE_OFFSET * TIMESCALE}" startNumber="0"`,
+    `        <SegmentTemplate timescale="${TIMESCALE}" startNumber="0"`,
     `          initialization="${xml(m.link(FILES.init(track)))}" media="${xml(m.link(`${track}-$Number$.m4s`))}">`,
     '          <SegmentTimeline>',
     ...timeline(m.plan).map((s) => `            ${s}`),
@@ -192,7 +191,7 @@ function channelConfiguration(channels: number): number {
 
 /** `<S>` elements: t of the first, runs of equal durations folded into r. */
 function timeline(plan: readonly number[]): string[] {
-  const ticks = plan.map((t) => Math.round((t + TIMELINE_OFFSET) * TIMESCALE));
+  const ticks = plan.map((t) => Math.round(t * TIMESCALE));
   const out: string[] = [];
   let k = 0;
   while (k < ticks.length - 1) {

@@ -18,7 +18,7 @@ import type { AudioInfo } from '../model.js';
 import { decide } from '../play-decision.js';
 import { CachedItems } from '../play-routes.js';
 import type { VodStore } from '../store.js';
-import { AUDIO_BITRATE, TIMELINE_OFFSET, VBV_SECONDS } from './ffmpeg-args.js';
+import { AUDIO_BITRATE, VBV_SECONDS } from './ffmpeg-args.js';
 import { dashMpd, hlsMaster, hlsMedia, hlsSubtitles, parseJobFile, segmentDurations, type ManifestInput, type SubtitleTrack } from './manifests.js';
 import type { Plan, Tracks } from './session.js';
 import type { Transcoder } from './transcoder.js';
@@ -92,8 +92,8 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
     return (await catalog.manifestSubtitles(p.user, p.item, p.file)).map((s) => ({
       label: s.label, language: s.language, default: s.default, forced: s.forced,
       url: withQuery(s.url, `key=${key}`),
-      // HLS players place cues through X-TIMESTAMP-MAP: the 90 kHz timestamp of the title's time 0.
-      hlsUrl: withQuery(s.url, `key=${key}&mpegts=${TIMELINE_OFFSET * 90_000}`),
+      // HLS players place cues through X-TIMESTAMP-MAP: the 90 kHz timestamp of the title's time 0, which is 0.
+      hlsUrl: withQuery(s.url, `key=${key}&mpegts=0`),
     }));
   }
 
@@ -133,7 +133,8 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
     const p = await playableItem(items, auth, request, item_id, wanted.version);
     const why = checkVariant(wanted, p.file);
     if (why) throw errors.notFound(`This stream cannot be made: ${why}; request the manifest again`);
-    const session = transcoder.session({ itemId: p.item.id, file: p.file, variant: wanted, user: p.user });
+    const job = { itemId: p.item.id, file: p.file, variant: wanted, user: p.user };
+    const session = transcoder.session(job);
     const abort = aborted(reply);
     if (name.kind === 'subtitles') {
       const sub = (await subtitlesOf(p))[name.index];
@@ -148,7 +149,11 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
       const body = hlsMedia({ plan: plan.bounds, link: (f) => `${f}?key=${key}` }, name.track);
       return reply.header('cache-control', 'no-store').type(HLS_TYPE).send(body);
     }
-    const target = name.kind === 'init' ? await session.initFile(name.track, abort) : await session.segmentFile(name.track, name.index, abort);
+    const target = await (name.kind === 'init' ? session.initFile(name.track, abort) : session.segmentFile(name.track, name.index, abort)).catch(async (err: Error) => {
+      // A job recreated from the token whose start was refused (the transcode limits) is not kept.
+      await transcoder.dropIfUnused(job);
+      throw err;
+    });
     const data = await readFile(target).catch(() => undefined);
     // The job stopped between the answer and the read (its files were removed): the player asks again.
     if (!data) throw errors.unavailable('This transcode has stopped; try again', 1);

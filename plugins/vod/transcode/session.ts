@@ -23,7 +23,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { errors, type FfmpegProcess, type FfmpegService, type Logger, type TranscodeSlot } from 'antenna/sdk';
 import type { MediaFile } from '../model.js';
-import { runArgs, TIMELINE_OFFSET } from './ffmpeg-args.js';
+import { runArgs } from './ffmpeg-args.js';
 import { BoxReader, splitFragment, splitInit, type InitInfo, type TrackFragment, type TrackInfo } from './fmp4.js';
 import { FILES } from './manifests.js';
 import { nextKeyframe, segmentAt, segmentCount } from './segment-plan.js';
@@ -338,8 +338,8 @@ export class VodSession {
     const ref = parts.find((p) => p.trackId === refTrack?.id);
     if (!ref || !refTrack) return pending;
     const ts = refTrack.timescale;
-    const startPts = (ref.baseTime + ref.firstOffset) / ts - TIMELINE_OFFSET;
-    const endPts = (ref.baseTime + ref.duration + (video ? ref.firstOffset : 0)) / ts - TIMELINE_OFFSET;
+    const startPts = (ref.baseTime + ref.firstOffset) / ts;
+    const endPts = (ref.baseTime + ref.duration + (video ? ref.firstOffset : 0)) / ts;
     const k = segmentAt(plan.bounds, startPts, TOLERANCE);
     // Before the run's first segment: the seek landed on an earlier keyframe.
     if (k < run.start) return pending;

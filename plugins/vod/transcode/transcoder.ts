@@ -87,6 +87,12 @@ export class Transcoder {
     return session;
   }
 
+  /** Stops the request's job if no ffmpeg ever ran in it (its first start was refused): nothing to keep. */
+  async dropIfUnused(r: SessionRequest): Promise<void> {
+    const job = this.jobs.get<VodSession>(this.jobKey(r));
+    if (job && job.state === 'running' && !job.data.run) await job.stop('refused by the transcode budget');
+  }
+
   /** Stops the oldest transcode this user runs on this device (but `keep`); whether there was one. */
   private async stopOtherTranscodes(r: SessionRequest, keep: string): Promise<boolean> {
     const oldest = this.jobs.list()

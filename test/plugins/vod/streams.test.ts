@@ -1,6 +1,7 @@
 /**
  * Streams every player accepts (issue 24, VOD items), with the real plugin,
  * real ffmpeg and real HTTP:
+ *  - timelines start at 0 (GStreamer's playbin waits for the clock to reach the first timestamp);
  *  - segment completeness: every segment of a remux, an audio-only and a
  *    transcode fetched in a shuffled order (the remux first as reported: 7,
  *    then 0–6, then 7 again), each probed with its init segment: its video
@@ -19,7 +20,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as HLS from 'hls-parser';
 import type { TestHost } from '../../../sdk/testing.js';
-import { eac3Channels } from '../../../plugins/vod/transcode/fmp4.js';
+import { eac3Channels, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
 import { asInject, expectError, rawGet } from '../../helpers/http.js';
 import { catalog, clip, FFPROBE, tempDir, vodHost } from './fixtures.js';
 
@@ -149,6 +150,26 @@ t.test('VOD streams over HTTP', async (t) => {
     const transcode = await open(`/watch/vod/${id('Remux')}/master.m3u8?${apiKey}&maxBitrate=100000`);
     t.match(transcode.variant.codecs, /^avc1/, 'transcode');
     await checkSegments(t, 'transcode', transcode, file('Remux (2001).mkv'), shuffled([...transcode.video.segments.keys()], 3), 1024 / 48_000);
+  });
+
+  t.test('timelines start at 0: remux, audio-only and transcode, video and audio', async (t) => {
+    /** The presentation time of a media segment's first sample, with its init segment. */
+    const firstSample = (init: Buffer, segment: Buffer): number => {
+      const [ftyp, moov] = readBoxes(init);
+      const info = splitInit(init.subarray(ftyp!.start, ftyp!.end), init.subarray(moov!.start, moov!.end));
+      const [moof, mdat] = readBoxes(segment);
+      const [part] = splitFragment(segment.subarray(moof!.start, mdat!.end), info.defaults);
+      return (part!.baseTime + part!.firstOffset) / info.tracks[0]!.timescale;
+    };
+    for (const [what, query] of [['remux', `${id('Remux')}/master.m3u8?${apiKey}`], ['audio-only', `${id('Dolby')}/master.m3u8?${apiKey}`], ['transcode', `${id('Remux')}/master.m3u8?${apiKey}&maxBitrate=100000`]] as const) {
+      const h = await open(`/watch/vod/${query}`);
+      for (const [track, m] of [['video', h.video], ['audio', h.audio!]] as const) {
+        const at = firstSample((await get(m.init)).body, (await get(m.segments[0]!)).body);
+        t.ok(at >= 0 && at < 0.05, `${what}: the ${track} starts at ${at.toFixed(3)} s`);
+      }
+      const mpd = (await get(`/watch/vod/${query.replace('.m3u8', '.mpd')}`)).body.toString();
+      t.notMatch(mpd, /presentationTimeOffset="[1-9]/, `${what}: DASH declares no timeline offset`);
+    }
   });
 
   t.test("play-info's URL carries its decision; headers refine a URL without one", async (t) => {

@@ -16,7 +16,7 @@ import { Writable } from 'node:stream';
 import * as HLS from 'hls-parser';
 import pino from 'pino';
 import type { TestHost } from '../../../sdk/testing.js';
-import { seekOf, TIMELINE_OFFSET } from '../../../plugins/vod/transcode/ffmpeg-args.js';
+import { seekOf } from '../../../plugins/vod/transcode/ffmpeg-args.js';
 import { BoxReader, esdsCodec, hevcCodec, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
 import { parseFramecrc } from '../../../plugins/vod/transcode/keyframes.js';
 import { parseJobFile, segmentDurations } from '../../../plugins/vod/transcode/manifests.js';
@@ -215,7 +215,7 @@ function segmentStart(segment: Buffer, timescale: number): number {
   let p = trun.body + 8 + (flags & 1 ? 4 : 0) + (flags & 4 ? 4 : 0);
   p += (flags & 0x100 ? 4 : 0) + (flags & 0x200 ? 4 : 0) + (flags & 0x400 ? 4 : 0);
   const cto = flags & 0x800 ? (segment[trun.body] === 1 ? segment.readInt32BE(p) : segment.readUInt32BE(p)) : 0;
-  return (base + cto) / timescale - TIMELINE_OFFSET;
+  return (base + cto) / timescale;
 }
 
 /** The ffmpeg processes this test process (the server runs in it) started, optionally only those whose arguments mention `match`. */
@@ -526,7 +526,7 @@ t.test('VOD transcoding over HTTP', async (t) => {
     t.ok(vttUrl.searchParams.get('key'), 'keyed');
     const vtt = await get(vttUrl.pathname + vttUrl.search);
     t.equal(vtt.status, 200, 'the WebVTT answers with that key alone');
-    t.match(vtt.body.toString(), /^WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:900000,LOCAL:00:00:00\.000\n/, 'with the timestamp map of the segments\' timeline (time 0 at 10 s)');
+    t.match(vtt.body.toString(), /^WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00\.000\n/, 'with the timestamp map of the segments\' timeline (which starts at 0)');
     t.match(vtt.body.toString(), /Line 1: the tone is 440 Hz/, 'and the cues');
 
     const mpdPath = `/watch/vod/${id('Subs')}/master.mpd?${apiKey}`;
