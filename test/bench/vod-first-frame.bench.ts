@@ -76,7 +76,7 @@ export async function run(): Promise<Record<string, unknown>> {
   await mkdir(path.join(plain, 'copy'), { recursive: true });
   await mkdir(path.join(plain, 'x264'), { recursive: true });
   const source = path.join(movies, 'Feature (2020).mkv');
-  await makeClip(exec.bind(null, FFMPEG), source, { width: 1280, height: 720, fps: 25, seconds: 60, gopSeconds: 2 });
+  await makeClip(exec.bind(null, FFMPEG), source, { width: 1280, height: 720, fps: 25, seconds: 30, gopSeconds: 2 });
   const hls = ['-f', 'hls', '-hls_time', '4', '-hls_playlist_type', 'vod', '-hls_segment_type', 'fmp4'];
   await exec(FFMPEG, ['-loglevel', 'error', '-i', source, '-c', 'copy', ...hls, path.join(plain, 'copy', 'index.m3u8')]);
   await exec(FFMPEG, ['-loglevel', 'error', '-i', source, '-vf', 'scale=-2:720', '-c:v', 'libx264', '-preset', 'veryfast', '-b:v', '3500k', '-maxrate', '3500k', '-bufsize', '3500k',
