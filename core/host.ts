@@ -21,6 +21,7 @@ import { generatePassword } from './auth/password.js';
 import { createHttp } from './http/app.js';
 import { loadPlugins, type LoadedPlugin } from './plugins/loader.js';
 import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
+import { defaultMaxTranscodes, TranscodeBudgetImpl } from './ffmpeg/transcode-budget.js';
 import { resolveBinaries } from './ffmpeg/resolve.js';
 import { reapLeftovers } from './ffmpeg/leftovers.js';
 import { JobManagerImpl } from './jobs/job-manager.js';
@@ -79,6 +80,7 @@ export class Host {
   jobs!: JobManagerImpl;
   scheduler!: SchedulerImpl;
   ffmpeg!: FfmpegSupervisor;
+  transcodes!: TranscodeBudgetImpl;
   readonly logger: Logger;
   readonly clock: Clock;
   private readonly startHooks: (() => unknown)[] = [];
@@ -141,6 +143,9 @@ export class Host {
     const runDir = path.join(dataDir, 'run');
     await reapLeftovers(runDir, ffmpegLog);
     this.ffmpeg = new FfmpegSupervisor(ffmpegLog, binaries, { runDir });
+    this.transcodes = new TranscodeBudgetImpl({
+      max: config.ffmpeg.maxTranscodes || defaultMaxTranscodes(), perUser: config.ffmpeg.maxTranscodesPerUser,
+    }, this.logger.child({ component: 'transcodes' }));
     this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
     const events = new EventBusImpl(this.logger);
@@ -169,6 +174,7 @@ export class Host {
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,
       [coreServices.jobs.id]: this.jobs, [coreServices.scheduler.id]: this.scheduler, [coreServices.ffmpeg.id]: this.ffmpeg,
+      [coreServices.transcodes.id]: this.transcodes,
       [coreServices.events.id]: events, [coreServices.clock.id]: this.clock, [coreServices.sources.id]: new SourceReaderImpl(config.baseDir),
     };
     for (const [id, value] of Object.entries(shared)) root.registerInstance(id, value);

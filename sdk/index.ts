@@ -21,6 +21,7 @@ export * from './media.js';
 export * from './vod.js';
 export * from './subtitles.js';
 export { deviceCaps, isDashOnly } from './device.js';
+export { languageName, normalizeLanguage } from './language.js';
 export type { DeviceCaps } from './device.js';
 export { Type } from '@sinclair/typebox';
 /** tsyringe's decorators, re-exported so a plugin and the host share one copy. */

@@ -1,6 +1,6 @@
 import type {
   AuthService, Clock, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
-  Lifecycle, Logger, PluginPaths, Scheduler, SourceReader,
+  Lifecycle, Logger, PluginPaths, Scheduler, SourceReader, TranscodeBudget,
 } from './services.js';
 
 /**
@@ -87,6 +87,8 @@ export const coreServices = {
   clock: createServiceRef<Clock>('core.clock'),
   lifecycle: createServiceRef<Lifecycle>('core.lifecycle'),
   paths: createServiceRef<PluginPaths>('core.paths'),
+  /** The CPU budget for ffmpeg runs that encode video: VOD transcodes and transcoding live sessions share it. */
+  transcodes: createServiceRef<TranscodeBudget>('core.transcodes'),
   /** Playlists and guides by path or URL: gzip, credentials, timeouts and size limits handled. */
   sources: createServiceRef<SourceReader>('core.sources'),
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */

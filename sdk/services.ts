@@ -218,6 +218,37 @@ export interface FfmpegService {
   probe(input: string, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<ProbeResult>;
 }
 
+/**
+ * The server's CPU budget for ffmpeg runs that encode video (VOD transcodes,
+ * live sessions that transcode). Copying runs (remux, audio-only) are nearly
+ * free and take no slot. Take a slot before spawning, release it once the
+ * process has exited; a refusal names its reason and when to try again
+ * (answer it as `errors.unavailable(refusal.message, refusal.retryAfter)`).
+ *
+ * Ordinary users are held to `max` running slots in all and `perUser` each.
+ * Admins and system work (the DVR's recordings) are never refused, but their
+ * slots count toward the total, so users are refused sooner while they run.
+ */
+export interface TranscodeBudget {
+  readonly limits: { max: number; perUser: number };
+  reserve(request: TranscodeRequest): { slot: TranscodeSlot } | { refused: 'server' | 'user'; message: string; retryAfter: number };
+  /** Slots in use: in all, and per user id (system work under 'system'). */
+  usage(): { total: number; byUser: Record<string, number> };
+}
+
+export interface TranscodeRequest {
+  /** Whose work it is: a user (limits apply unless admin), or 'system' for work no viewer waits on (recordings). */
+  owner: Pick<AuthUser, 'id' | 'admin'> | 'system';
+  /** What it is, for logs and usage: `vod:<item>`, `live:<channel>`. */
+  label: string;
+}
+
+export interface TranscodeSlot {
+  readonly label: string;
+  /** Gives the slot back (idempotent). */
+  release(): void;
+}
+
 export interface EventBus {
   emit(event: string, payload?: unknown): void;
   on(event: string, handler: (payload: unknown) => void): () => void;

@@ -22,6 +22,10 @@ export const ConfigSchema = Type.Object({
   ffmpeg: Type.Object({
     ffmpegPath: Type.String({ default: 'auto', minLength: 1 }),
     ffprobePath: Type.String({ default: 'auto', minLength: 1 }),
+    /** ffmpeg runs that encode video at once (VOD transcodes and transcoding live sessions); 0 = one per CPU core. */
+    maxTranscodes: Type.Integer({ default: 0, minimum: 0, maximum: 256 }),
+    /** Of those, at most this many for one ordinary user (admins and recordings are never refused). */
+    maxTranscodesPerUser: Type.Integer({ default: 2, minimum: 1, maximum: 256 }),
   }, { additionalProperties: false, default: {} }),
   clients: Type.Object({
     dashOnly: Type.Object({

@@ -16,6 +16,28 @@ import { redact } from '../redact.js';
 
 const DOCS = '/api/docs';
 
+/**
+ * CORS on media routes (manifests, segments, files): any origin may read them, since their
+ * credentials are in the URL (api_key, a signed key) or an Authorization header a page must hold,
+ * never in cookies. A preflight (OPTIONS) on a media path is answered for the headers players send.
+ */
+const MEDIA_CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'Content-Length, Content-Range, Accept-Ranges, ETag, Last-Modified, Retry-After',
+};
+const MEDIA_PREFLIGHT = {
+  ...MEDIA_CORS,
+  'access-control-allow-methods': 'GET, HEAD, OPTIONS',
+  'access-control-allow-headers': 'Authorization, Range, If-Range, If-None-Match, If-Modified-Since, Device-Id, Device-OS, Device-Codecs, Device-Audio-Codecs, Device-Audio-Channels, Device-Containers, Device-Max-Height, Device-HDR',
+  'access-control-max-age': '86400',
+};
+
+/** A route pattern as a regular expression over concrete paths (`:param` is one segment, `*` the rest). */
+function patternOf(url: string): RegExp {
+  const parts = url.split(/(:[A-Za-z0-9_]+|\*)/).map((p) => (p.startsWith(':') ? '[^/]+' : p === '*' ? '.*' : p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${parts.join('')}/?$`);
+}
+
 export interface RouteEntry { method: string; url: string; auth: RouteAuth }
 const routeTables = new WeakMap<FastifyInstance, RouteEntry[]>();
 
@@ -85,6 +107,7 @@ export async function createHttp(options: {
   // Registered before any route, so it also sees the routes of every plugin scope.
   const routes: RouteEntry[] = [];
   routeTables.set(app, routes);
+  const mediaPaths: RegExp[] = [];
   // Each route gets its own auth check, resolved once here rather than on every request.
   app.addHook('onRoute', (route) => {
     const mode = effectiveAuth(route.url, (route.config as { auth?: RouteAuth } | undefined)?.auth);
@@ -94,13 +117,21 @@ export async function createHttp(options: {
     const hooks: unknown[] = [check];
     // Players on other origins fetch manifests and segments; their credentials are in the URL
     // (api_key or a signed key), never in cookies, so any origin may read them.
-    if (mode === 'media') hooks.unshift(async (_request: FastifyRequest, reply: FastifyReply) => { reply.header('access-control-allow-origin', '*'); });
+    if (mode === 'media') {
+      hooks.unshift(async (_request: FastifyRequest, reply: FastifyReply) => { reply.headers(MEDIA_CORS); });
+      mediaPaths.push(patternOf(route.url));
+    }
     route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()] as typeof route.onRequest;
   });
 
   app.setValidatorCompiler(validators());
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
+    // CORS preflights have no route of their own: answered here for media paths, so the route table stays as registered.
+    if (request.method === 'OPTIONS' && mediaPaths.some((p) => p.test(request.url.split('?')[0]!))) {
+      reply.code(204).headers(MEDIA_PREFLIGHT).send();
+      return;
+    }
     reply.code(404).send({ error: `Not found: ${request.method} ${redact(request.url).split('?')[0]}` });
   });
 

@@ -4,24 +4,9 @@
  * `pt-BR`); tracks carry one canonical BCP 47 form (`en`, `fr`, `pt-BR`) so
  * clients and HLS `LANGUAGE` attributes compare them reliably.
  */
-const names = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'none' });
+import { languageName, normalizeLanguage } from 'antenna/sdk';
 
-/** A known language code in canonical BCP 47 form (ISO 639-2 B/T codes become their 639-1 code), else null. */
-export function normalizeLanguage(code: string | null | undefined): string | null {
-  if (!code || !/^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*$/.test(code)) return null;
-  try {
-    const [canonical] = Intl.getCanonicalLocales(code.replace(/_/g, '-'));
-    if (!canonical || canonical === 'und' || !names.of(canonical)) return null;
-    return canonical;
-  } catch {
-    return null;
-  }
-}
-
-export function languageName(code: string | null): string | null {
-  if (!code) return null;
-  try { return names.of(code) ?? null; } catch { return null; }
-}
+export { languageName, normalizeLanguage };
 
 /**
  * "English", "English (Forced)", "Commentary (English, SDH)", "English (External)".
@@ -58,7 +43,7 @@ export function languageFromName(word: string): string | null {
     const letters = 'abcdefghijklmnopqrstuvwxyz';
     for (const a of letters) {
       for (const b of letters) {
-        const name = names.of(a + b);
+        const name = languageName(a + b);
         if (name && Intl.getCanonicalLocales(a + b)[0] === a + b) byName.set(name.toLowerCase(), a + b);
       }
     }

@@ -3,7 +3,7 @@
  * /item/{id} (one item with its versions and children). Libraries the caller
  * was not granted do not exist for them (404, and absent from /libraries).
  */
-import { errors, Type, type AuthService, type HttpScope, type Static } from 'antenna/sdk';
+import { errors, languageName, normalizeLanguage, Type, type AuthService, type HttpScope, type Static } from 'antenna/sdk';
 import type { CatalogItem } from 'antenna/sdk';
 import { visibleItem } from './access.js';
 import type { Catalog } from './catalog.js';
@@ -42,10 +42,12 @@ const Stream = {
   }),
   audio: Type.Object({
     index: Type.Integer(), track: Type.Integer({ description: 'The value of audioTrack that selects it' }), codec: Type.String(), channels: Type.Integer(),
-    language: Nullable(Type.String()), title: Nullable(Type.String()), default: Type.Boolean(),
+    language: Nullable(Type.String({ description: 'BCP 47 (`en`, `pt-BR`), as in the manifests; null when unknown' })),
+    language_name: Nullable(Type.String({ description: 'Its English display name' })), title: Nullable(Type.String()), default: Type.Boolean(),
   }),
   subtitle: Type.Object({
-    index: Type.Integer(), codec: Type.String(), language: Nullable(Type.String()), title: Nullable(Type.String()),
+    index: Type.Integer(), codec: Type.String(), language: Nullable(Type.String({ description: 'BCP 47, null when unknown' })),
+    language_name: Nullable(Type.String()), title: Nullable(Type.String()),
     default: Type.Boolean(), forced: Type.Boolean(),
   }),
 };
@@ -169,6 +171,13 @@ function versionBody(file: MediaFile, version: number): Static<typeof Version> {
   return {
     version, label: file.label, file_name: file.path.slice(file.path.lastIndexOf('/') + 1), container: info.container, size: file.size,
     duration: info.duration, bitrate: info.bitrate, video: info.video,
-    audio: info.audio.map((a, track) => ({ ...a, track })), subtitles: info.subtitles,
+    audio: info.audio.map((a, track) => ({ ...a, track, ...language(a.language) })),
+    subtitles: info.subtitles.map((s) => ({ ...s, ...language(s.language) })),
   };
+}
+
+/** A stream's language as the manifests name it: BCP 47 and its display name. */
+function language(code: string | null): { language: string | null; language_name: string | null } {
+  const tag = normalizeLanguage(code);
+  return { language: tag, language_name: languageName(tag) };
 }

@@ -16,6 +16,7 @@ import { browseRoutes } from './browse-routes.js';
 import { playRoutes } from './play-routes.js';
 import { Transcoder } from './transcode/transcoder.js';
 import { transcodeRoutes } from './transcode/routes.js';
+import { VariantTokens } from './transcode/variant.js';
 
 const LibraryConfig = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -62,10 +63,10 @@ export default definePlugin({
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
-        paths: coreServices.paths,
+        paths: coreServices.paths, transcodes: coreServices.transcodes,
       },
       provides: { catalog: vodCatalogService, extensions: vodExtensionPoint, scanning: scanningService },
-      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths }) {
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes }) {
         const store = new VodStore(db);
         const demoDir = path.join(host.dataDir, 'demo-media');
         const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
@@ -76,18 +77,20 @@ export default definePlugin({
         const catalog = new Catalog(store, auth, logger);
         const scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
 
-        const workDir = path.join(await paths.pluginDir(), 'transcode');
+        const pluginDir = await paths.pluginDir();
+        const workDir = path.join(pluginDir, 'transcode');
+        const tokens = await VariantTokens.load(pluginDir);
         // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
         lifecycle.onStart(async () => {
           await rm(workDir, { recursive: true, force: true });
           await mkdir(workDir, { recursive: true, mode: 0o700 });
         });
-        const transcoder = new Transcoder(jobs, ffmpeg, store, logger, {
+        const transcoder = new Transcoder(jobs, transcodes, ffmpeg, store, logger, {
           workDir, segmentSeconds: cfg.segmentSeconds, idleTimeoutMs: parseDuration(cfg.idleTimeout), preset: cfg.preset,
         });
         browseRoutes(http, { auth, store, catalog });
-        playRoutes(http, { auth, store, host, logger, catalog });
-        transcodeRoutes(http, { auth, store, host, transcoder, catalog });
+        playRoutes(http, { auth, store, host, tokens, logger, catalog });
+        transcodeRoutes(http, { auth, store, host, transcoder, tokens, catalog });
 
         scheduler.handle(SCAN_KIND, async () => { await scanner.scanAll(); });
         lifecycle.onShutdown(() => scanner.stop());

@@ -35,6 +35,8 @@ export interface AudioInfo {
   index: number;
   codec: string;
   channels: number;
+  /** bits per second, when the container or its tags say (absent in scans made before it was read). */
+  bitrate?: number | null;
   language: string | null;
   title: string | null;
   default: boolean;
@@ -121,6 +123,9 @@ const lang = (tags: Record<string, string> | undefined): string | null => {
   return l && l !== 'und' ? l : null;
 };
 
+/** Matroska files written by mkvmerge carry each stream's bitrate as a BPS tag. */
+const bpsTag = (tags: Record<string, string> | undefined): number | null => num(tags?.BPS ?? tags?.['BPS-eng']);
+
 /** The summary of an ffprobe result that browsing and the play decision use. */
 export function mediaInfoFromProbe(probe: ProbeResult, filePath: string): MediaInfo {
   const streams = probe.streams ?? [];
@@ -139,13 +144,14 @@ export function mediaInfoFromProbe(probe: ProbeResult, filePath: string): MediaI
       width: video.width ?? 0,
       height: video.height ?? 0,
       hdr: video.color_transfer === 'smpte2084' || video.color_transfer === 'arib-std-b67',
-      bitrate: num(video.bit_rate),
+      bitrate: num(video.bit_rate) ?? bpsTag(video.tags),
       fps: fps(video.avg_frame_rate) ?? fps(video.r_frame_rate),
     } : null,
     audio: streams.filter((s) => s.codec_type === 'audio').map((s) => ({
       index: s.index,
       codec: String(s.codec_name ?? 'unknown'),
       channels: s.channels ?? 2,
+      bitrate: num(s.bit_rate) ?? bpsTag(s.tags),
       language: lang(s.tags),
       title: s.tags?.title ?? null,
       default: Boolean(s.disposition?.default),

@@ -23,9 +23,9 @@ export interface PlayDecision {
   reasons: string[];
   /** The audio stream played (undefined for a file without audio). */
   audio: AudioInfo | undefined;
-  /** Output height when transcoding (never above the source). */
+  /** Output height when transcoding (a ladder height, never above the source). */
   height: number | undefined;
-  /** Video bitrate when transcoding (bits per second). */
+  /** Video bitrate when transcoding (a ladder bitrate, bits per second). */
   videoBitrate: number | undefined;
 }
 
@@ -41,13 +41,34 @@ export function directFormat(container: string): 'mp4' | 'mkv' {
   return container === 'mp4' ? 'mp4' : 'mkv';
 }
 
-/** A rough bitrate for H.264 at a height, used when the client sets no cap (bits per second). */
-export function defaultVideoBitrate(height: number): number {
-  if (height <= 360) return 1_000_000;
-  if (height <= 480) return 1_800_000;
-  if (height <= 720) return 3_500_000;
-  if (height <= 1080) return 7_000_000;
-  return 16_000_000;
+/**
+ * The transcode ladder, best first: H.264 is made only at these heights and
+ * video bitrates (kb/s), so however a client words its request (maxBitrate,
+ * Device-Max-Height) it names one of a dozen variants per audio track.
+ */
+export const LADDER: readonly { height: number; kbps: number }[] = [
+  { height: 2160, kbps: 16_000 }, { height: 1440, kbps: 10_000 }, { height: 1080, kbps: 7_000 }, { height: 1080, kbps: 4_500 },
+  { height: 720, kbps: 3_500 }, { height: 720, kbps: 2_200 }, { height: 480, kbps: 1_500 }, { height: 360, kbps: 1_000 },
+  { height: 360, kbps: 700 }, { height: 240, kbps: 450 }, { height: 180, kbps: 300 }, { height: 180, kbps: 200 },
+];
+
+/** Room left for the AAC stereo audio under a client's maxBitrate (bits per second). */
+const AUDIO_ALLOWANCE = 192_000;
+
+/**
+ * The ladder rung for a source of `sourceHeight` lines, a device cap and a
+ * maxBitrate: the best rung no taller than the cap (the lowest rungs when the
+ * cap is below them) whose bitrate leaves room for the audio, else the lowest.
+ * The output is never taller than the source.
+ */
+export function ladderRung(sourceHeight: number, maxHeight: number | undefined, maxBitrate: number | undefined): { height: number; kbps: number } {
+  const cap = Math.min(sourceHeight || 720, maxHeight ?? Infinity);
+  const lowest = LADDER[LADDER.length - 1]!.height;
+  const eligible = LADDER.filter((r) => r.height <= Math.max(cap, lowest));
+  const budget = maxBitrate ? maxBitrate - AUDIO_ALLOWANCE : Infinity;
+  const rung = eligible.find((r) => r.kbps * 1000 <= budget) ?? LADDER[LADDER.length - 1]!;
+  const source = (sourceHeight || rung.height) - ((sourceHeight || rung.height) % 2); // H.264 wants even dimensions
+  return { height: Math.min(rung.height, source), kbps: rung.kbps };
 }
 
 export function decide(info: MediaInfo, caps: DeviceCaps, options: PlayOptions = {}): PlayDecision {
@@ -89,11 +110,9 @@ export function decide(info: MediaInfo, caps: DeviceCaps, options: PlayOptions =
   let height: number | undefined;
   let videoBitrate: number | undefined;
   if (method === 'transcode' && video) {
-    height = Math.min(video.height || 720, caps.maxHeight ?? Infinity);
-    height -= height % 2; // H.264 wants even dimensions
-    videoBitrate = defaultVideoBitrate(height);
-    // Leave room for the audio (AAC stereo at 160 kb/s) under the client's cap.
-    if (options.maxBitrate) videoBitrate = Math.max(200_000, Math.min(videoBitrate, options.maxBitrate - 192_000));
+    const rung = ladderRung(video.height, caps.maxHeight, options.maxBitrate);
+    height = rung.height;
+    videoBitrate = rung.kbps * 1000;
   }
   return { method, reasons, audio, height, videoBitrate };
 }

@@ -12,6 +12,7 @@ import { contentTypeOf, sendFile } from './file-response.js';
 import type { Item, MediaFile } from './model.js';
 import { decide, directFormat, type PlayDecision } from './play-decision.js';
 import type { VodStore } from './store.js';
+import { variantOf, type VariantTokens } from './transcode/variant.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
 const Params = Type.Object({
@@ -103,8 +104,8 @@ export class CachedItems implements ItemSource {
   }
 }
 
-export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: VodStore; host: HostInfo; logger?: Logger; catalog?: Catalog }): void {
-  const { auth, host, logger, catalog } = deps;
+export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: VodStore; host: HostInfo; tokens: VariantTokens; logger?: Logger; catalog?: Catalog }): void {
+  const { auth, host, tokens, logger, catalog } = deps;
   const items = new CachedItems(deps.store);
   const mediaScope = (request: FastifyRequest) => `vod:${(request.params as { item_id: string }).item_id}`;
   const config = { auth: 'media' as const, mediaScope };
@@ -130,6 +131,8 @@ export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: Vo
     if (p.version) params.set('version', String(p.version));
     if (query.maxBitrate !== undefined) params.set('maxBitrate', String(query.maxBitrate));
     if (query.audioTrack !== undefined) params.set('audioTrack', String(query.audioTrack));
+    // The decision itself, signed: the manifest follows it whatever headers the player sends (or cannot send).
+    params.set('variant', tokens.sign(p.item.id, variantOf(p.file, p.version, decision)));
     params.set('key', key);
     return { p, decision, url: `${base}/master.${dash ? 'mpd' : 'm3u8'}?${params}`, format: dash ? 'dash' : 'hls' };
   }
@@ -150,7 +153,7 @@ export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: Vo
     config,
     schema: {
       summary: 'How to play an item: direct, remux, audio-only or transcode, and the URL to request next', tags: ['vod'],
-      description: `${DEVICE_HEADERS} Direct → url is /watch/vod/{id}/file (format mkv or mp4); otherwise master.mpd (format dash) for DASH-only Device-OS values, else master.m3u8 (format hls), carrying version/maxBitrate/audioTrack. URLs carry a short-lived key scoped to the item, never the token. Plugins add fields (continue-watching: resume_position, when the user has progress). 404 for an unknown or unauthorised id, version or audioTrack.`,
+      description: `${DEVICE_HEADERS} Direct → url is /watch/vod/{id}/file (format mkv or mp4); otherwise master.mpd (format dash) for DASH-only Device-OS values, else master.m3u8 (format hls), carrying version/maxBitrate/audioTrack and the decision itself (variant, signed), which the manifest follows without the headers. URLs carry a short-lived key scoped to the item, never the token. Plugins add fields (continue-watching: resume_position, when the user has progress). 404 for an unknown or unauthorised id, version or audioTrack.`,
       params: Params,
       querystring: PlayQuery,
       response: { 200: PlayInfo, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },

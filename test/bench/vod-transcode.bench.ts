@@ -119,7 +119,7 @@ async function open(host: TestHost, itemId: string, query: string): Promise<Open
     at += Number(m[1]);
     segments.push(new URL(media[i + 1]!, videoPlaylist).href);
   }
-  return { videoPlaylist, segments, starts, token: /\/t\/([^/]+)\//.exec(videoPlaylist)![1]!, manifestMs };
+  return { videoPlaylist, segments, starts, token: /\/t\/([^/]+)-[0-9a-f]{16}\//.exec(videoPlaylist)![1]!, manifestMs };
 }
 
 async function stopJobs(host: TestHost): Promise<void> {

@@ -32,7 +32,7 @@ t.test('loadConfig', async (t) => {
     t.equal(c.server.avatarMaxBytes, 5 * MiB);
     t.equal(c.server.trustProxy, false);
     t.strictSame(c.database, { client: 'sqlite3' });
-    t.strictSame(c.ffmpeg, { ffmpegPath: 'auto', ffprobePath: 'auto' });
+    t.strictSame(c.ffmpeg, { ffmpegPath: 'auto', ffprobePath: 'auto', maxTranscodes: 0, maxTranscodesPerUser: 2 });
     t.strictSame(c.clients, { dashOnly: { exact: ['STB'], prefix: ['Android'] } });
     t.strictSame(c.auth, { maxFailuresPerUser: 5, maxFailuresPerAddress: 20, failureWindowSeconds: 900, mediaKeyTtlSeconds: 6 * 3600, sessionIdleDays: 90 });
     t.strictSame(c.logging, { level: 'info' });

@@ -12,15 +12,16 @@
  * timestamps are the file's own, in every run:
  *
  * - timestamps: without -copyts ffmpeg maps the input to (t − file start −
- *   ss); `-output_ts_offset ss + TIMELINE_OFFSET` maps it back to (t − file
- *   start + TIMELINE_OFFSET) whatever ss was. `frag_discont` with
- *   `-use_editlist 0 -avoid_negative_ts disabled` makes the mp4 muxer write
- *   those as the fragments' tfdt (measured: a run from 12 s starts at tfdt
- *   22.0 s, the same fragment of a run from 0 s too). The offset keeps decode
- *   times positive (AAC priming starts 1024 samples before 0, an input's
- *   first packets may too); manifests declare it (DASH
- *   presentationTimeOffset, X-TIMESTAMP-MAP of HLS subtitles; hls.js maps
- *   from the first fragment it loads).
+ *   ss); `-output_ts_offset ss` maps it back to (t − file start) whatever ss
+ *   was. `frag_discont` with `-use_editlist 0 -avoid_negative_ts disabled`
+ *   makes the mp4 muxer write those as the fragments' tfdt (measured: a run
+ *   from 12 s starts at tfdt 12.0 s, the same fragment of a run from 0 s too).
+ *   The timeline starts at 0, as players that wait for the clock to reach
+ *   the first timestamp (GStreamer's playbin) need. Decode times must not go
+ *   below 0 (tfdt is unsigned): negative_cts_offsets starts B-frame video at
+ *   its first presentation time, and encoded AAC, whose encoder delay (1024
+ *   samples of priming) would start it 21 ms before 0, is delayed by that
+ *   much in every run.
  * - transcoding forces keyframes at multiples of segmentSeconds counted from
  *   the run's start, which is always such a multiple: every run puts them at
  *   the same frames (the first frame at or after k × segmentSeconds).
@@ -28,11 +29,14 @@
 import type { MediaInfo } from '../model.js';
 import type { Variant } from './variant.js';
 
-/** Seconds added to every output timestamp (see above). */
-export const TIMELINE_OFFSET = 10;
-
 /** AAC stereo made for audio-only and transcode (bits per second, as play-decision assumes). */
 export const AUDIO_BITRATE = 160_000;
+
+/** Samples of encoder delay ffmpeg's AAC encoder puts before the first input sample. */
+const AAC_PRIMING = 1024;
+
+/** x264's VBV buffer, in seconds at maxrate: over any stretch of t seconds a transcode holds at most maxrate × (t + this). */
+export const VBV_SECONDS = 1;
 
 export interface RunArgs {
   input: string;
@@ -95,7 +99,7 @@ export function runArgParts(o: RunArgs): { input: string[]; codecs: string[]; ou
   if (audio) {
     if (variant.method === 'remux') codecs.push('-c:a', 'copy', ...(audio.codec === 'aac' ? ['-bsf:a', 'aac_adtstoasc'] : []));
     // -ac 2 downmixes with swresample's default matrix (centre and surrounds at −3 dB, LFE dropped).
-    else codecs.push('-c:a', 'aac', '-b:a', String(AUDIO_BITRATE), '-ac', '2');
+    else codecs.push('-af', `asetpts=PTS+${AAC_PRIMING}/SR/TB`, '-c:a', 'aac', '-b:a', String(AUDIO_BITRATE), '-ac', '2');
   }
   codecs.push(
     '-max_muxing_queue_size', '4096',
@@ -112,7 +116,7 @@ export function runArgParts(o: RunArgs): { input: string[]; codecs: string[]; ou
   const output = [
     '-f', 'mp4', '-movflags', movflags.map((f) => `+${f}`).join(''),
     '-use_editlist', '0', '-avoid_negative_ts', 'disabled', '-flush_packets', '1',
-    '-output_ts_offset', seconds(ss + TIMELINE_OFFSET),
+    '-output_ts_offset', seconds(ss),
     // Without video nothing cuts fragments at keyframes: cut often, the segmenter groups them.
     ...(video ? [] : ['-frag_duration', '250000']),
     'pipe:1',
@@ -139,10 +143,12 @@ function videoTranscodeArgs(o: RunArgs): string[] {
   return [
     '-vf', filters.join(','),
     '-c:v', 'libx264', '-preset', o.preset, '-profile:v', 'high', '-level:v', h264Level(height || video.height, fps),
-    '-b:v', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps * 2}k`,
+    '-b:v', `${kbps}k`, '-maxrate', `${kbps}k`, '-bufsize', `${kbps * VBV_SECONDS}k`,
     '-force_key_frames', `expr:gte(t,n_forced*${o.segmentSeconds})`,
     // Keyframes only where forced: no scene-cut keyframes, x264's own interval beyond two segments.
     '-sc_threshold', '0', '-g', String(Math.ceil(fps * o.segmentSeconds * 2)),
+    // The source's frames as they are: the mp4 muxer's default (constant frame rate) adds a frame at the end.
+    '-vsync', 'passthrough',
   ];
 }
 

@@ -71,6 +71,8 @@ export interface TrackInfo {
   width?: number;
   height?: number;
   channels?: number;
+  /** E-AC-3 with Joint Object Coding (Dolby Atmos): `channels` is its bed. */
+  joc?: boolean;
   sampleRate?: number;
 }
 
@@ -132,12 +134,60 @@ function trackInfo(buf: Buffer, trak: Box): TrackInfo {
     return { id, kind: 'video', timescale, codec: videoCodec(buf, entry.type, configs), width, height };
   }
   if (handler === 'soun') {
-    const channels = buf.readUInt16BE(entry.body + 16);
     const sampleRate = buf.readUInt32BE(entry.body + 24) >>> 16;
     const configs = readBoxes(buf, entry.body + 28, entry.end);
-    return { id, kind: 'audio', timescale, codec: audioCodec(buf, entry.type, configs), channels, sampleRate: sampleRate || timescale };
+    // AC-3 and E-AC-3 sample entries always say 2 channels: their dac3/dec3 box has the layout.
+    const dolby = configs.find((b) => b.type === 'dac3' || b.type === 'dec3');
+    const layout = dolby && (dolby.type === 'dac3' ? ac3Channels(buf.subarray(dolby.body, dolby.end)) : eac3Channels(buf.subarray(dolby.body, dolby.end)));
+    const channels = layout?.channels ?? buf.readUInt16BE(entry.body + 16);
+    return { id, kind: 'audio', timescale, codec: audioCodec(buf, entry.type, configs), channels, ...(layout?.joc ? { joc: true } : {}), sampleRate: sampleRate || timescale };
   }
   return { id, kind: 'other', timescale, codec: entry.type };
+}
+
+/** Full-bandwidth channels of each AC-3 acmod (ETSI TS 102 366 Table 4.3; 0 is 1+1, two mono channels). */
+const ACMOD_CHANNELS = [2, 1, 2, 3, 3, 4, 4, 5];
+
+/** dac3 (ETSI TS 102 366 F.4): fscod 2, bsid 5, bsmod 3, acmod 3, lfeon 1, … */
+export function ac3Channels(dac3: Buffer): { channels: number; joc?: boolean } | undefined {
+  if (dac3.length < 3) return undefined;
+  const bits = dac3.readUIntBE(0, 3);
+  return { channels: ACMOD_CHANNELS[(bits >> 11) & 7]! + ((bits >> 10) & 1) };
+}
+
+/** Channels that each chan_loc bit of a dependent substream adds (TS 102 366 Table F.6.1, most significant first). */
+const CHAN_LOC_CHANNELS = [2, 2, 1, 1, 2, 2, 2, 1, 1];
+
+/**
+ * dec3 (ETSI TS 102 366 F.6): the first independent substream's layout plus its dependent
+ * substreams' channels; after the substreams, TS 103 420's flag_ec3_extension_type_a marks JOC.
+ */
+export function eac3Channels(dec3: Buffer): { channels: number; joc: boolean } | undefined {
+  if (dec3.length < 5) return undefined;
+  let bit = 0;
+  const read = (n: number): number => {
+    let v = 0;
+    for (let i = 0; i < n; i++, bit++) v = (v << 1) | (bit >> 3 < dec3.length ? (dec3[bit >> 3]! >> (7 - (bit & 7))) & 1 : 0);
+    return v;
+  };
+  read(13); // data_rate
+  const substreams = read(3) + 1;
+  let channels: number | undefined;
+  for (let i = 0; i < substreams; i++) {
+    read(2 + 5 + 1 + 1 + 3); // fscod, bsid, reserved, asvc, bsmod
+    const acmod = read(3);
+    const lfe = read(1);
+    read(3);
+    const dependents = read(4);
+    let extra = 0;
+    if (dependents > 0) {
+      const loc = read(9);
+      CHAN_LOC_CHANNELS.forEach((n, b) => { if (loc & (1 << (8 - b))) extra += n; });
+    } else read(1);
+    channels ??= ACMOD_CHANNELS[acmod]! + lfe + extra;
+  }
+  const joc = bit + 16 <= dec3.length * 8 && (read(7), read(1) === 1);
+  return channels === undefined ? undefined : { channels, joc };
 }
 
 const hex2 = (n: number) => n.toString(16).padStart(2, '0');

@@ -7,10 +7,19 @@
  * rendition group, two DASH adaptation sets. They share the plan, so segment k
  * of either covers the same time.
  */
-import { TIMELINE_OFFSET } from './ffmpeg-args.js';
 
 export interface VideoTrack { codec: string; width: number; height: number; bandwidth: number; frameRate?: number }
-export interface AudioTrack { codec: string; channels: number; sampleRate: number; bandwidth: number; language: string | null; name: string }
+export interface AudioTrack {
+  codec: string;
+  channels: number;
+  /** E-AC-3 with Joint Object Coding (Atmos): HLS says CHANNELS="16/JOC". */
+  joc?: boolean;
+  sampleRate: number;
+  bandwidth: number;
+  /** BCP 47. */
+  language: string | null;
+  name: string;
+}
 
 /** A WebVTT track other plugins list (the subtitles plugin). */
 export interface SubtitleTrack {
@@ -20,7 +29,7 @@ export interface SubtitleTrack {
   forced: boolean;
   /** The .vtt URL with its key (absolute path), as DASH players fetch it. */
   url: string;
-  /** The same for HLS: with the timestamp map (the segments' timestamps start at TIMELINE_OFFSET). */
+  /** The same for HLS: with the timestamp map (the segments' timeline starts at 0, as the cues'). */
   hlsUrl: string;
 }
 
@@ -69,7 +78,7 @@ export function hlsMaster(m: ManifestInput): string {
   if (video && audio) {
     const attrs = ['TYPE=AUDIO', 'GROUP-ID="audio"', `NAME=${quote(audio.name)}`];
     if (audio.language) attrs.push(`LANGUAGE=${quote(audio.language)}`);
-    attrs.push('DEFAULT=YES', 'AUTOSELECT=YES', `CHANNELS="${audio.channels}"`, `URI=${quote(m.link(FILES.playlist('a')))}`);
+    attrs.push('DEFAULT=YES', 'AUTOSELECT=YES', `CHANNELS="${audio.joc ? '16/JOC' : audio.channels}"`, `URI=${quote(m.link(FILES.playlist('a')))}`);
     lines.push(`#EXT-X-MEDIA:${attrs.join(',')}`);
   }
   const subtitles = video ? m.subtitles ?? [] : [];
@@ -126,7 +135,7 @@ export function dashMpd(m: ManifestInput): string {
   const duration = m.plan[m.plan.length - 1]!;
   const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const template = (track: 'v' | 'a') => [
-    `        <SegmentTemplate timescale="${TIMESCALE}" presentationTimeOffset="${TIMELINE_OFFSET * TIMESCALE}" startNumber="0"`,
+    `        <SegmentTemplate timescale="${TIMESCALE}" startNumber="0"`,
     `          initialization="${xml(m.link(FILES.init(track)))}" media="${xml(m.link(`${track}-$Number$.m4s`))}">`,
     '          <SegmentTimeline>',
     ...timeline(m.plan).map((s) => `            ${s}`),
@@ -151,8 +160,10 @@ export function dashMpd(m: ManifestInput): string {
   if (audio) {
     lines.push(
       `    <AdaptationSet id="1" contentType="audio" mimeType="audio/mp4" segmentAlignment="true" startWithSAP="1"${audio.language ? ` lang="${xml(audio.language)}"` : ''}>`,
+      `      <Label>${xml(audio.name)}</Label>`,
       `      <Representation id="audio" codecs="${xml(audio.codec)}" bandwidth="${audio.bandwidth}" audioSamplingRate="${audio.sampleRate}">`,
-      `        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="${audio.channels}"/>`,
+      `        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="${channelConfiguration(audio.channels)}"/>`,
+      ...(audio.joc ? ['        <SupplementalProperty schemeIdUri="tag:dolby.com,2018:dash:EC3_ExtensionType:2018" value="JOC"/>'] : []),
       ...template('a'),
       '      </Representation>',
       '    </AdaptationSet>',
@@ -173,9 +184,14 @@ export function dashMpd(m: ManifestInput): string {
   return lines.join('\n');
 }
 
+/** ISO/IEC 23091-3 ChannelConfiguration of a channel count: 1–6 are themselves (5.1 is 6), 7.1 is 12. */
+function channelConfiguration(channels: number): number {
+  return channels === 8 ? 12 : channels;
+}
+
 /** `<S>` elements: t of the first, runs of equal durations folded into r. */
 function timeline(plan: readonly number[]): string[] {
-  const ticks = plan.map((t) => Math.round((t + TIMELINE_OFFSET) * TIMESCALE));
+  const ticks = plan.map((t) => Math.round(t * TIMESCALE));
   const out: string[] = [];
   let k = 0;
   while (k < ticks.length - 1) {

@@ -5,19 +5,25 @@
  * A run is one ffmpeg from a segment boundary to the end of the file. Its
  * stdout (one fragmented MP4 stream) is cut into per-track segment files along
  * the plan: a segment is written (to a temp name, then renamed) once it is
- * complete, i.e. when the fragment that follows it has been seen, its end is
- * known to reach the next boundary, or ffmpeg ended cleanly. A request for a
+ * complete, i.e. its samples start at its boundary and reach the next one
+ * (or the file's end, when ffmpeg ended cleanly), and it is never written
+ * again: a run stopped on purpose, whose last fragment ffmpeg flushes half
+ * made, cannot replace a whole segment with a part of one. A request for a
  * segment the run will reach soon waits; one far ahead of it, or behind its
  * start, restarts ffmpeg there. A run that reaches segments an earlier run
  * already wrote stops; one far ahead of what the player asks for is held back
  * (its output is left unread, so ffmpeg waits on the pipe without using CPU).
+ *
+ * A transcode holds a slot of the server's transcode budget while it has an
+ * ffmpeg: taken when a run starts (a refusal is the request's 503), kept
+ * across restarts, given back once the last ffmpeg has exited.
  */
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { errors, type FfmpegProcess, type FfmpegService, type Logger } from 'antenna/sdk';
+import { errors, type FfmpegProcess, type FfmpegService, type Logger, type TranscodeSlot } from 'antenna/sdk';
 import type { MediaFile } from '../model.js';
-import { runArgs, TIMELINE_OFFSET } from './ffmpeg-args.js';
+import { runArgs } from './ffmpeg-args.js';
 import { BoxReader, splitFragment, splitInit, type InitInfo, type TrackFragment, type TrackInfo } from './fmp4.js';
 import { FILES } from './manifests.js';
 import { nextKeyframe, segmentAt, segmentCount } from './segment-plan.js';
@@ -39,6 +45,8 @@ export interface SessionOptions {
   preset: string;
   /** How often a waiting request refreshes the job's idle timer. */
   keepAliveMs: number;
+  /** A transcode budget slot for a run that encodes video; throws the 503 of a refusal. */
+  admit: () => TranscodeSlot;
 }
 
 interface Run {
@@ -52,10 +60,12 @@ interface Run {
   outcome?: 'eof' | 'stopped' | 'failed';
   error?: string;
   produced: number;
+  /** Asked to stop: whatever it still writes (a half fragment, flushed at SIGTERM) is not read. */
+  stopping?: boolean;
 }
 
-/** A segment being assembled from fragments. */
-interface Pending { index: number; parts: Map<number, Buffer[]>; written: boolean }
+/** A segment being assembled from fragments: the reference track's first start and last end, seconds. */
+interface Pending { index: number; parts: Map<number, Buffer[]>; start: number; end: number }
 
 /** Requests wait for segments up to this long (then 503 with Retry-After; players retry). */
 const SEGMENT_WAIT_MS = 60_000;
@@ -69,6 +79,8 @@ const AHEAD_SEGMENTS = 3;
 const RUN_AHEAD_SECONDS = 120;
 /** Timestamps are rounded to the stream's time base: boundaries match within this (seconds). */
 const TOLERANCE = 0.004;
+/** A segment's samples must reach its end boundary within this (a millisecond time base rounds every frame's duration). */
+const END_TOLERANCE = 0.015;
 /** After this many runs in a row failed without a segment, requests get 503 for a while instead of another start. */
 const MAX_FAILURES = 3;
 const FAILURE_COOLDOWN_MS = 10_000;
@@ -90,6 +102,10 @@ export class VodSession {
   /** The segment a player asked for last (ffmpeg is held back when far beyond it). */
   private wanted = 0;
   private readonly live = new Set<FfmpegProcess>();
+  /** Segments a run went past without making them whole: a restart for one begins a segment earlier. */
+  private readonly missed = new Set<number>();
+  /** The transcode budget slot, held while a run that encodes video is under way. */
+  private slot: TranscodeSlot | undefined;
   private readonly listeners = new Set<() => void>();
   private dirReady: Promise<unknown> | undefined;
   /** Aborted when the job ends: stops ffmpeg. */
@@ -174,14 +190,15 @@ export class VodSession {
         return path.join(this.dir, FILES.segment(track, k));
       }
       const run = this.run;
-      const reachable = run && !run.ended && k >= run.start && k <= run.position + AHEAD_SEGMENTS;
+      const passed = run && k >= run.start && k < run.position;
+      const reachable = run && !run.ended && !passed && k >= run.start && k <= run.position + AHEAD_SEGMENTS;
       if (!reachable) {
         // The run this request waited on failed: say so (the next request starts another).
         if (waitedOn && run === waitedOn && run.outcome === 'failed') throw this.failure(run);
         // This request already moved ffmpeg once and something moved it elsewhere since: let the player ask again.
         if (started) throw errors.unavailable('The transcoder moved on to another position; try again', 1);
         this.guardFailures();
-        this.startRun(k);
+        this.startRun(this.missed.has(k) ? Math.max(0, k - 1) : k);
         started = true;
       }
       waitedOn = this.run;
@@ -195,6 +212,7 @@ export class VodSession {
     this.stopped.abort();
     this.notify();
     await Promise.all([...this.live].map((p) => p.stop()));
+    this.releaseSlot();
     // A run being launched may be creating the directory right now: remove it after that.
     await this.dirReady?.catch(() => {});
     await rm(this.dir, { recursive: true, force: true });
@@ -203,6 +221,7 @@ export class VodSession {
   /* ------------------------------------------------------------ runs */
 
   private startRun(k: number): void {
+    if (this.variant.method === 'transcode') this.slot ??= this.options.admit();
     const run: Run = { id: ++this.runs, start: k, position: k, ended: false, produced: 0 };
     this.run = run;
     this.notify();
@@ -213,8 +232,8 @@ export class VodSession {
 
   private async launch(run: Run): Promise<void> {
     // The run this one replaces is told to stop; its output is no longer read (see consume), so it ends
-    // at once, and waiting for its exit (10–30 ms) would only delay the segment a player waits for.
-    for (const p of this.live) void p.stop();
+    // at once (10–30 ms). Waiting for that keeps the job at one ffmpeg, as its budget slot counts.
+    await Promise.all([...this.live].map((p) => p.stop()));
     if (this.run !== run || this.closed) return this.endRun(run, 'stopped');
     this.dirReady ??= mkdir(this.dir, { recursive: true, mode: 0o700 });
     await this.dirReady;
@@ -245,7 +264,8 @@ export class VodSession {
     // Stopped on purpose: it caught up with segments an earlier run made.
     if (exit.expected) return this.endRun(run, 'stopped');
     if (exit.code !== 0) return this.endRun(run, 'failed', summarize(exit.stderrTail, exit.code, exit.signal));
-    if (pending && !pending.written) await this.write(run, pending);
+    // The last segment ends where the file does: complete when ffmpeg ended cleanly.
+    if (pending && pending.index === this.count - 1 && this.starts(pending)) await this.write(run, pending);
     this.endRun(run, 'eof');
   }
 
@@ -254,6 +274,8 @@ export class VodSession {
     run.ended = true;
     run.outcome = outcome;
     run.error = error;
+    // The job's last run is over (its ffmpeg has exited): the budget slot goes back.
+    if (this.run === run) this.releaseSlot();
     if (outcome === 'failed') {
       this.failures = run.produced ? 1 : this.failures + 1;
       this.lastFailureAt = Date.now();
@@ -275,8 +297,8 @@ export class VodSession {
     let pending: Pending | undefined;
     const ahead = Math.ceil(RUN_AHEAD_SECONDS / this.options.segmentSeconds);
     for await (const chunk of stdout as AsyncIterable<Buffer>) {
-      while (this.run === run && !this.closed && run.position > this.wanted + ahead) await this.nextChange();
-      if (this.run !== run || this.closed) return undefined;
+      while (this.run === run && !this.closed && !run.stopping && run.position > this.wanted + ahead) await this.nextChange();
+      if (this.run !== run || this.closed || run.stopping) return undefined;
       reader.push(chunk);
       for (let b = reader.next(); b; b = reader.next()) {
         if (b.type === 'ftyp') ftyp = b.bytes;
@@ -288,7 +310,7 @@ export class VodSession {
           pending = await this.fragment(run, plan, init, splitFragment(Buffer.concat([moof, b.bytes]), init.defaults), pending);
           moof = undefined;
         }
-        if (this.run !== run || this.closed) return undefined;
+        if (this.run !== run || this.closed || run.stopping) return undefined;
       }
     }
     return pending;
@@ -316,7 +338,8 @@ export class VodSession {
     const ref = parts.find((p) => p.trackId === refTrack?.id);
     if (!ref || !refTrack) return pending;
     const ts = refTrack.timescale;
-    const startPts = (ref.baseTime + ref.firstOffset) / ts - TIMELINE_OFFSET;
+    const startPts = (ref.baseTime + ref.firstOffset) / ts;
+    const endPts = (ref.baseTime + ref.duration + (video ? ref.firstOffset : 0)) / ts;
     const k = segmentAt(plan.bounds, startPts, TOLERANCE);
     // Before the run's first segment: the seek landed on an earlier keyframe.
     if (k < run.start) return pending;
@@ -325,44 +348,56 @@ export class VodSession {
       return pending;
     }
     if (pending && k > pending.index) {
-      if (!pending.written) await this.write(run, pending);
+      this.incomplete(pending, 'its samples stop before its end');
       pending = undefined;
     }
     if (!pending) {
       if (k > run.position) this.options.log.warn({ item: this.itemId, missing: [run.position, k - 1] }, 'vod transcode: segments without a keyframe at their start');
-      pending = { index: k, parts: new Map(), written: false };
+      pending = { index: k, parts: new Map(), start: startPts, end: startPts };
     }
     for (const p of parts) {
       const list = pending.parts.get(p.trackId) ?? [];
       list.push(p.bytes);
       pending.parts.set(p.trackId, list);
     }
-    if (pending.written) {
-      // The segment looked complete but was not: write it again, whole.
-      this.options.log.warn({ item: this.itemId, segment: k }, 'vod transcode: a segment continued after it was written; rewritten');
-      await this.write(run, pending);
-      return pending;
+    pending.end = Math.max(pending.end, endPts);
+    if (k + 1 < plan.bounds.length - 1 && pending.end >= plan.bounds[k + 1]! - END_TOLERANCE) {
+      if (this.starts(pending)) await this.write(run, pending);
+      else this.incomplete(pending, 'its samples start after its boundary');
+      return undefined;
     }
-    // Complete when the next fragment's start (the next keyframe) is at or past the next boundary.
-    const next = video
-      ? (this.variant.method === 'transcode' || !plan.keyframes
-        ? (ref.baseTime + ref.duration + ref.firstOffset) / ts - TIMELINE_OFFSET
-        : nextKeyframe(plan.keyframes, startPts, TOLERANCE))
-      : (ref.baseTime + ref.duration) / ts - TIMELINE_OFFSET;
-    if (k + 1 < plan.bounds.length - 1 && next >= plan.bounds[k + 1]! - TOLERANCE) await this.write(run, pending);
     return pending;
+  }
+
+  /**
+   * Whether a segment's samples begin at its boundary. Copied video: at the keyframe there (ffmpeg may
+   * put a seek's first two GOPs in one fragment, which belongs to the segment before, so the next one
+   * begins a GOP late). Encoded video has a keyframe forced at every boundary.
+   */
+  private starts(seg: Pending): boolean {
+    const plan = this.planValue;
+    if (!plan?.keyframes || this.variant.method === 'transcode') return true;
+    return seg.start <= nextKeyframe(plan.keyframes, plan.bounds[seg.index]! - 2 * TOLERANCE, 0) + TOLERANCE;
+  }
+
+  /** A segment this run could not make whole is left unwritten: the next request for it restarts ffmpeg there. */
+  private incomplete(seg: Pending, why: string): void {
+    if (this.done.has(seg.index)) return;
+    this.missed.add(seg.index);
+    this.options.log.warn({ item: this.itemId, segment: seg.index, start: seg.start, end: seg.end }, `vod transcode: segment left unwritten, ${why}`);
   }
 
   private async write(run: Run, seg: Pending): Promise<void> {
     const tracks = this.tracks ?? {};
-    for (const [track, info] of [['v', tracks.video], ['a', tracks.audio]] as const) {
-      if (info) await this.atomicWrite(FILES.segment(track, seg.index), seg.parts.get(info.id) ?? []);
+    // A segment is written once: another run's copy of it is the same frames, or fewer.
+    if (!this.done.has(seg.index)) {
+      for (const [track, info] of [['v', tracks.video], ['a', tracks.audio]] as const) {
+        if (info) await this.atomicWrite(FILES.segment(track, seg.index), seg.parts.get(info.id) ?? []);
+      }
+      this.done.add(seg.index);
+      run.produced++;
     }
-    seg.written = true;
-    const first = !this.done.has(seg.index);
-    this.done.add(seg.index);
     if (run.position <= seg.index) run.position = seg.index + 1;
-    if (first) run.produced++;
     this.failures = 0;
     this.progress(this.done.size / this.count);
     this.notify();
@@ -370,6 +405,7 @@ export class VodSession {
     const next = seg.index + 1;
     if (this.run === run && next < this.count && this.done.has(next) && run.proc) {
       this.options.log.debug({ item: this.itemId, segment: next }, 'vod transcode: reached segments already made; stopping');
+      run.stopping = true;
       void run.proc.stop();
     }
   }
@@ -423,6 +459,11 @@ export class VodSession {
       abort?.removeEventListener('abort', onAbort);
     }
     this.touch();
+  }
+
+  private releaseSlot(): void {
+    this.slot?.release();
+    this.slot = undefined;
   }
 
   private check(): void {

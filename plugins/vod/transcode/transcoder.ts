@@ -5,10 +5,16 @@
  * 0); segment requests keep it alive; idle for idleTimeout, it stops, its
  * ffmpeg exits and its files go. A segment request for a job that idled away
  * recreates it from the token in its URL.
+ *
+ * Transcodes (video encoded) run within the server's transcode budget
+ * (coreServices.transcodes): a job takes a slot when its ffmpeg starts. A user
+ * at their own limit who opens a transcode on a device that already runs one
+ * has the oldest of those stopped (the player moved on: another title, audio track
+ * or quality), as Jellyfin and Plex do per device.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { FfmpegService, Job, JobManager, Logger } from 'antenna/sdk';
+import { errors, type AuthUser, type FfmpegService, type Job, type JobManager, type Logger, type TranscodeBudget, type TranscodeSlot } from 'antenna/sdk';
 import type { MediaFile } from '../model.js';
 import type { VodStore } from '../store.js';
 import { readKeyframes } from './keyframes.js';
@@ -28,8 +34,7 @@ export interface SessionRequest {
   itemId: string;
   file: MediaFile;
   variant: Variant;
-  userId: number;
-  deviceId: string;
+  user: Pick<AuthUser, 'id' | 'admin' | 'deviceId'>;
 }
 
 export const JOB_KIND = 'vod-transcode';
@@ -38,8 +43,12 @@ export class Transcoder {
   /** Keyframe scans in flight or done, per file version: concurrent manifests of one file scan once. */
   private readonly keyframeScans = new Map<string, Promise<number[]>>();
 
+  /** Refusals because the user is at their own limit (another job of theirs may make room). */
+  private readonly userRefusals = new WeakSet<Error>();
+
   constructor(
     private readonly jobs: JobManager,
+    private readonly budget: TranscodeBudget,
     private readonly ffmpeg: FfmpegService,
     private readonly store: VodStore,
     private readonly log: Logger,
@@ -48,8 +57,62 @@ export class Transcoder {
 
   /** The job key of a request: the device is hashed (Device-Id headers are free text). */
   jobKey(r: SessionRequest): string {
-    const device = createHash('sha256').update(r.deviceId).digest('hex').slice(0, 12);
-    return `vod:${r.itemId}:${tokenOf(r.variant)}:${r.userId}:${device}`;
+    return `vod:${r.itemId}:${tokenOf(r.variant)}:${this.owner(r)}`;
+  }
+
+  /** `<user>:<device>` at the end of a job key. */
+  private owner(r: SessionRequest): string {
+    return `${r.user.id}:${createHash('sha256').update(r.user.deviceId).digest('hex').slice(0, 12)}`;
+  }
+
+  /**
+   * The job for a manifest request with its first run under way; 503 when the transcode budget
+   * refuses it (a job it created for nothing is dropped at once).
+   */
+  async open(r: SessionRequest): Promise<VodSession> {
+    const key = this.jobKey(r);
+    const existed = this.jobs.get(key)?.state === 'running';
+    const session = this.session(r);
+    try {
+      try {
+        session.ensureStarted();
+      } catch (err) {
+        if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) throw err;
+        session.ensureStarted();
+      }
+    } catch (err) {
+      if (!existed) await this.jobs.get(key)?.stop('refused by the transcode budget');
+      throw err;
+    }
+    return session;
+  }
+
+  /** Stops the request's job if no ffmpeg ever ran in it (its first start was refused): nothing to keep. */
+  async dropIfUnused(r: SessionRequest): Promise<void> {
+    const job = this.jobs.get<VodSession>(this.jobKey(r));
+    if (job && job.state === 'running' && !job.data.run) await job.stop('refused by the transcode budget');
+  }
+
+  /** Stops the oldest transcode this user runs on this device (but `keep`); whether there was one. */
+  private async stopOtherTranscodes(r: SessionRequest, keep: string): Promise<boolean> {
+    const oldest = this.jobs.list()
+      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`)
+        && this.jobs.get<VodSession>(j.key)?.data.variant.method === 'transcode')
+      .sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
+    if (!oldest) return false;
+    this.log.info({ event: 'transcode_replaced', job: oldest.key, by: keep }, 'vod transcode: replaced by a newer one of the same device');
+    await this.jobs.get(oldest.key)?.stop('replaced by a newer transcode of the same device');
+    return true;
+  }
+
+  private admit(r: SessionRequest): () => TranscodeSlot {
+    return () => {
+      const answer = this.budget.reserve({ owner: r.user, label: `vod:${r.itemId}` });
+      if ('slot' in answer) return answer.slot;
+      const err = errors.unavailable(answer.message, answer.retryAfter);
+      if (answer.refused === 'user') this.userRefusals.add(err);
+      throw err;
+    };
   }
 
   /** The running job for the request, or a new one (without ffmpeg yet). Synchronous: one job per key. */
@@ -59,7 +122,7 @@ export class Transcoder {
       const dir = path.join(this.options.workDir, `${r.itemId}-${randomBytes(6).toString('hex')}`);
       const session = new VodSession(r.itemId, r.file, r.variant, dir, this.plan(r.file, r.variant), {
         ffmpeg: this.ffmpeg, log: this.log, segmentSeconds: this.options.segmentSeconds, preset: this.options.preset,
-        keepAliveMs: Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 3)),
+        keepAliveMs: Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 3)), admit: this.admit(r),
       });
       return {
         kind: JOB_KIND,

@@ -8,10 +8,17 @@
  *   0-t-720-3500-1-9f3a1c2e   version 0, transcode to 720p at 3500 kb/s, audio track 1
  *   0-r-0-0-0-9f3a1c2e        version 0, remux, audio track 0
  *   2-a-0-0-n-9f3a1c2e        version 2, video copied + AAC audio, no audio stream
+ *
+ * URLs carry it signed (VariantTokens: the token, `-`, a MAC over the item and
+ * the token), so a URL names only a variant this server offered: play-info's
+ * manifest URL carries its decision, and a made-up token is refused before any
+ * job exists.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { MediaFile } from '../model.js';
-import type { PlayDecision } from '../play-decision.js';
+import { LADDER, type PlayDecision } from '../play-decision.js';
 
 export type OutputMethod = 'remux' | 'audio-only' | 'transcode';
 
@@ -31,9 +38,6 @@ export interface Variant {
 const METHOD_CODES: Record<OutputMethod, string> = { remux: 'r', 'audio-only': 'a', transcode: 't' };
 const CODE_METHODS: Record<string, OutputMethod> = { r: 'remux', a: 'audio-only', t: 'transcode' };
 const TOKEN = /^(\d{1,3})-([rat])-(\d{1,5})-(\d{1,6})-(\d{1,3}|n)-([0-9a-f]{8})$/;
-/** Video bitrates a token may ask for (kb/s): what decide() can produce, with margin. */
-const MIN_KBPS = 100;
-const MAX_KBPS = 200_000;
 
 export function fingerprint(file: MediaFile): string {
   return createHash('sha256').update(`${file.id}\n${file.size}\n${file.mtimeMs}`).digest('hex').slice(0, 8);
@@ -78,9 +82,48 @@ export function checkVariant(v: Variant, file: MediaFile): string | undefined {
   if (v.method === 'transcode') {
     if (!info.video) return 'no video to transcode';
     if (v.height < 16 || v.height % 2 || v.height > Math.max(info.video.height, 16)) return `bad height ${v.height}`;
-    if (v.videoKbps < MIN_KBPS || v.videoKbps > MAX_KBPS) return `bad bitrate ${v.videoKbps}`;
+    const source = info.video.height - (info.video.height % 2);
+    const onLadder = LADDER.some((r) => r.kbps === v.videoKbps && (r.height === v.height || (v.height === source && source < r.height)));
+    if (!onLadder) return `${v.height}p at ${v.videoKbps} kb/s is not on the ladder`;
   } else if (v.height || v.videoKbps) {
     return 'height and bitrate are for transcodes only';
   }
   return undefined;
+}
+
+const SIGNED = /^(.+)-([0-9a-f]{16})$/;
+
+/** Signs and checks variant tokens with a key of the server's own. */
+export class VariantTokens {
+  constructor(private readonly key: Buffer) {}
+
+  /** The key kept in `dir` (made on first use): signed URLs stay valid across restarts. */
+  static async load(dir: string): Promise<VariantTokens> {
+    const file = path.join(dir, 'variant-key');
+    let key = await readFile(file).catch(() => undefined);
+    if (!key || key.length < 32) {
+      key = randomBytes(32);
+      await writeFile(file, key, { mode: 0o600 });
+    }
+    return new VariantTokens(key);
+  }
+
+  sign(itemId: string, v: Variant): string {
+    const token = tokenOf(v);
+    return `${token}-${this.mac(itemId, token)}`;
+  }
+
+  /** The variant a signed token names for this item, or undefined when it is malformed or was not signed here. */
+  verify(itemId: string, signed: string): Variant | undefined {
+    const m = SIGNED.exec(signed);
+    if (!m) return undefined;
+    const expected = Buffer.from(this.mac(itemId, m[1]!));
+    const given = Buffer.from(m[2]!);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
+    return parseToken(m[1]!);
+  }
+
+  private mac(itemId: string, token: string): string {
+    return createHmac('sha256', this.key).update(itemId).update('\n').update(token).digest('hex').slice(0, 16);
+  }
 }

@@ -71,7 +71,7 @@ t.test('the demo generates and serves its VOD library', async (t) => {
   const movies = (await get(`/library/${libraries[0].id}`)).items;
   const detail = await Promise.all(movies.map((m: any) => get(`/item/${m.id}`)));
   const surround = detail.find((d) => d.title === 'Surround Sound');
-  t.match(surround?.versions[0], { container: 'mkv', audio: [{ codec: 'ac3', channels: 6 }, {}], subtitles: [{ codec: 'subrip', language: 'eng' }] }, 'an MKV with AC-3 5.1 and an embedded subtitle');
+  t.match(surround?.versions[0], { container: 'mkv', audio: [{ codec: 'ac3', channels: 6 }, {}], subtitles: [{ codec: 'subrip', language: 'en', language_name: 'English' }] }, 'an MKV with AC-3 5.1 and an embedded subtitle (its language in BCP 47)');
   t.ok(existsSync(path.join(cwd, 'data', 'demo-media', 'movies', 'Surround Sound (2023)', 'Surround Sound (2023).en.srt')), 'and a sidecar .srt');
   t.equal(detail.find((d) => d.title === 'Deep Colour')?.versions[0].video.codec, 'hevc', 'an HEVC file');
   t.equal(detail.find((d) => d.title === 'Test Pattern')?.versions[0].container, 'mp4', 'an MP4');
