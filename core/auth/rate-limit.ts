@@ -33,6 +33,18 @@ export class LoginLimiter {
     this.failures.delete(`u:${username.toLowerCase()}`);
   }
 
+  /** Seconds until the username may try again, or undefined when it is not locked out. */
+  lockedFor(username: string): number | undefined {
+    const list = this.recent(`u:${username.toLowerCase()}`);
+    if (list.length < this.opts.maxPerUser) return undefined;
+    return Math.max(1, Math.ceil((list[list.length - this.opts.maxPerUser] + this.opts.windowMs - this.now()) / 1000));
+  }
+
+  /** An administrator lifts a username's lockout (its failures are forgotten). */
+  clear(username: string): void {
+    this.succeed(username);
+  }
+
   private checkKey(key: string, max: number): void {
     const list = this.recent(key);
     if (list.length >= max) {

@@ -4,12 +4,14 @@
  *   m3u-tuner: { sources: [ { name: IPTV, url: ./tv.m3u, maxStreams: 2, refresh: 12h } ] }
  */
 import { pathToFileURL } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import {
   coreServices, definePlugin, Duration, errors, parseDuration, tunersExtensionPoint, Type,
   type SourceReader, type StreamSource, type Static, type Tuner, type TunerChannel,
 } from 'antenna/sdk';
 import { M3uParser } from './m3u-parser.js';
 import { toTunerChannel } from './channels.js';
+import { playlistRoutes } from './admin-routes.js';
 
 const SourceSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown to users; unique among sources' }),
@@ -102,10 +104,12 @@ async function* readPlaylist(
   progress?.(1, `${count} channels, ${playlist.skipped} entries skipped`);
 }
 
+const tunerId = (name: string) => `m3u:${name.replace(/[^\w.:@-]/g, '_')}`;
+
 function tunerFor(source: Source, sources: SourceReader, version: string): Tuner {
   const userAgent = source.userAgent ?? `Antenna/${version}`;
   return {
-    id: `m3u:${source.name.replace(/[^\w.:@-]/g, '_')}`,
+    id: tunerId(source.name),
     name: source.name,
     maxStreams: source.maxStreams,
     refreshMs: parseDuration(source.refresh),
@@ -127,14 +131,27 @@ export default definePlugin({
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources },
-      async init({ config, tuners, host, sources: reader }) {
+      deps: {
+        config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources,
+        settings: coreServices.settings, http: coreServices.http,
+      },
+      async init({ config, tuners, host, sources: reader, settings, http }) {
         const names = new Set<string>();
         for (const source of config.sources) {
-          if (names.has(source.name)) throw new Error(`two sources are named ${source.name}; names must be unique`);
-          names.add(source.name);
+          if (names.has(tunerId(source.name))) throw new Error(`two sources are named ${source.name}; names must be unique`);
+          names.add(tunerId(source.name));
           tuners.addTuner(tunerFor(source, reader, host.version));
         }
+        // A changed list swaps only the tuners that changed: live-tv imports those, and a tuner
+        // put back under the same id keeps its channels.
+        settings.onChange(['sources'], (next, previous) => {
+          const before = new Map(previous.sources.map((s) => [tunerId(s.name), s]));
+          const after = new Map(next.sources.map((s) => [tunerId(s.name), s]));
+          if (after.size < next.sources.length) throw new Error('two sources have the same name; names must be unique');
+          for (const [id, source] of before) if (!isDeepStrictEqual(source, after.get(id))) tuners.removeTuner(id);
+          for (const [id, source] of after) if (!isDeepStrictEqual(source, before.get(id))) tuners.addTuner(tunerFor(source, reader, host.version));
+        });
+        playlistRoutes(http, { schema: SourceSchema, settings, sources: reader, tunerId });
       },
     });
   },
