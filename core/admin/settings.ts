@@ -138,7 +138,9 @@ export class SettingsManager {
   async list(): Promise<SectionView[]> {
     const data = await this.file.read();
     const out: SectionView[] = [];
-    for (const s of this.sections.values()) {
+    // The plugins' sections (DVR, transcoding…) before the server's own.
+    const sections = [...this.sections.values()];
+    for (const s of [...sections.filter((x) => x.plugin), ...sections.filter((x) => !x.plugin)]) {
       const inFile = this.blockOf(data, s.path);
       const fields: FieldView[] = [];
       for (const [key, schema] of Object.entries(((s.schema as any).properties ?? {}) as Record<string, any>)) {
