@@ -113,10 +113,11 @@ export default definePlugin({
             const source = tuner ?? guide;
             await schedule(kind, id, source?.refreshMs);
             logger.info({ event: 'source_changed', kind, id, present: !!source }, source ? 'live TV source added or changed' : 'live TV source removed');
+            if (kind === 'tuner') await live.tunersChanged();
+            if (!source) live.lastImports.delete(`${kind}:${id}`);
             if (tuner) void live.refreshTuner(tuner).catch(() => {}); // the outcome is logged and kept in lastImports
             else if (guide) void live.refreshGuide(guide).catch(() => {});
-            else if (kind === 'tuner') await live.tunerRemoved(id);
-            else await live.remap();
+            else if (kind === 'guide') await live.remap();
           }).catch((err) => logger.error({ err, kind, id }, 'could not apply a live TV source change'));
         });
 

@@ -94,11 +94,11 @@ export class LiveTvService {
   }
 
   /**
-   * A tuner left the registry: the channel list is read again (within a second, as after an
-   * import), without its channels. They stay stored, hidden, for when it returns.
+   * A tuner joined or left the registry: the channel list is read again (within a second, as
+   * after an import of another process) with the tuners there are now. A removed tuner's
+   * channels stay stored, out of the list, and are back as they were when it returns.
    */
-  async tunerRemoved(id: string): Promise<void> {
-    this.lastImports.delete(`tuner:${id}`);
+  async tunersChanged(): Promise<void> {
     await this.knex('livetv_state').where({ key: 'version' }).increment('value', 1);
   }
 
