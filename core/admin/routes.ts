@@ -5,13 +5,14 @@
  * log lines. Plugins add their own (vod's libraries, live TV's sources).
  */
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../../sdk/errors.js';
+import { errors, isAppError } from '../../sdk/errors.js';
 import { ConfigChangeSchema } from '../../sdk/settings.js';
 import type { EventBus, JobManager, Scheduler } from '../../sdk/services.js';
 import type { AccountStore, UserRow } from '../auth/accounts.js';
 import type { AuthServiceImpl } from '../auth/auth-service.js';
 import type { LoginLimiter } from '../auth/rate-limit.js';
 import type { LogBuffer } from '../logging/log-buffer.js';
+import { JobSummarySchema } from '../jobs/routes.js';
 import type { SettingsManager } from './settings.js';
 
 const ErrorBody = { type: 'object', properties: { error: { type: 'string' } }, required: ['error'] } as const;
@@ -134,7 +135,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     const body = request.body as { active?: boolean; admin?: boolean; libraries?: string[] | null; password?: string };
     await userOr404(id);
     if (id === me.id && (body.active === false || body.admin === false)) throw errors.conflict('You cannot deactivate or demote yourself; another administrator can');
-    if (body.password !== undefined) await accounts.setPassword(id, body.password);
+    if (body.password !== undefined) {
+      // The store's message names the field of the user's own password change; here it is `password`.
+      await accounts.setPassword(id, body.password).catch((err: unknown) => {
+        throw isAppError(err) && err.statusCode === 400 ? errors.badRequest(err.message.replace(/^new_password\b/, 'password')) : err;
+      });
+    }
     const flags: Partial<Pick<UserRow, 'active' | 'admin'>> = {};
     if (body.active !== undefined) flags.active = body.active;
     if (body.admin !== undefined) flags.admin = body.admin;
@@ -217,17 +223,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
         200: {
           type: 'object',
           properties: {
-            jobs: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: {
-                  key: { type: 'string' }, kind: { type: 'string' }, state: { type: 'string', enum: ['running', 'completed', 'failed', 'stopped'] },
-                  progress: { type: 'number' }, message: { type: 'string' }, error: { type: 'string' }, startedAt: { type: 'string' },
-                },
-                required: ['key', 'kind', 'state', 'progress', 'startedAt'],
-              },
-            },
+            jobs: { type: 'array', items: JobSummarySchema },
             tasks: {
               type: 'array',
               items: {

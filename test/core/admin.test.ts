@@ -100,6 +100,7 @@ t.test('users: create, grant, change, lock out, remove', async (t) => {
   res = await api('PATCH', `/api/admin/users/${carol.id}`, { admin: false, libraries: ['3', '4'] });
   t.match(res.json().user, { admin: false, all_libraries_access: false, libraries: ['3', '4'] });
 
+  expectError(t, await api('PATCH', `/api/admin/users/${carol.id}`, { password: 'short' }), 400, /^password must be at least 8/);
   res = await api('PATCH', `/api/admin/users/${carol.id}`, { password: 'reset-by-admin' });
   t.equal(res.statusCode, 200);
   expectError(t, await api('GET', '/me', undefined, token), 401, undefined, 'a password reset signs the user out');

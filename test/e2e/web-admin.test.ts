@@ -41,6 +41,15 @@ async function tabTo(page: Page, name: RegExp, max = 60): Promise<string[]> {
   throw new Error(`Tab never reached ${name} (passed: ${seen.join(' → ')})`);
 }
 
+/** Signs in through the form of a page of its own (another browser context: another person). */
+async function signInAs(page: Page, url: string, username: string, password: string): Promise<void> {
+  await page.goto(`${url}/`);
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForSelector('header.topbar');
+}
+
 /** Wider than the window: the page scrolls sideways. */
 const overflow = (page: Page) => page.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth) - window.innerWidth);
 
@@ -144,11 +153,7 @@ auth:
     const scripts: string[] = [];
     const vp = await viewer.newPage();
     vp.on('request', (r) => { if (r.url().includes('/web/')) scripts.push(r.url()); });
-    await vp.goto(`${host.url}/`);
-    await vp.getByLabel('Username').fill('viewer');
-    await vp.getByLabel('Password').fill('viewer-password');
-    await vp.getByRole('button', { name: 'Sign in' }).click();
-    await vp.waitForSelector('header.topbar');
+    await signInAs(vp, host.url, 'viewer', 'viewer-password');
     await vp.getByRole('heading', { name: 'Movies' }).waitFor();
     t.equal(await vp.getByRole('heading', { name: 'Documentaries' }).count(), 0, 'the library not granted is not there');
     t.equal(await vp.getByRole('link', { name: /Admin/ }).count(), 0, 'no Admin link');
@@ -272,11 +277,7 @@ auth:
     const phone = await app.browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     t.teardown(() => phone.close());
     const pp = await phone.newPage();
-    await pp.goto(`${host.url}/`);
-    await pp.getByLabel('Username').fill('admin');
-    await pp.getByLabel('Password').fill(host.adminPassword);
-    await pp.getByRole('button', { name: 'Sign in' }).click();
-    await pp.waitForSelector('header.topbar');
+    await signInAs(pp, host.url, 'admin', host.adminPassword);
     for (const screen of SCREENS) {
       await pp.evaluate((s: string) => { document.location.hash = `/admin/${s}`; }, screen);
       await pp.getByRole('heading', { level: 2 }).first().waitFor();
@@ -297,11 +298,7 @@ t.test('a server without a config file shows its settings read-only, with the re
   const browser = await launchChromium();
   t.teardown(async () => { await browser.close(); await host.close(); });
   const page = await browser.newPage();
-  await page.goto(`${host.url}/`);
-  await page.getByLabel('Username').fill('admin');
-  await page.getByLabel('Password').fill(host.adminPassword);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForSelector('header.topbar');
+  await signInAs(page, host.url, 'admin', host.adminPassword);
   await page.evaluate(() => { document.location.hash = '/admin/settings'; });
   await page.getByText(/Read-only\..*There is no config file/).waitFor();
   await page.getByText('dvr', { exact: true }).click();
