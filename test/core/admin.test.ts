@@ -13,6 +13,9 @@ import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { routeTable } from '../../core/http/app.js';
 import { expectError, tmpDir } from '../helpers/http.js';
 
+// Four hosts with every first-party plugin, and every admin route asked four times.
+t.setTimeout(300_000);
+
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** A config file as a person writes one: comments, flow mappings, a plugin listed with nothing under it. */
