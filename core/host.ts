@@ -2,12 +2,12 @@ import 'reflect-metadata';
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { container as globalContainer, type DependencyContainer } from 'tsyringe';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import type { Knex } from 'knex';
 import type { Deps, PluginCommand, PluginDefinition } from '../sdk/plugin.js';
 import { coreServices, type HostInfo } from '../sdk/refs.js';
-import type { Clock, CommandIo, Lifecycle, PluginPaths } from '../sdk/services.js';
+import type { Clock, CommandIo, Lifecycle, PluginPaths, PluginSettings } from '../sdk/services.js';
 import type { AntennaConfig } from './config/schema.js';
 import { openDatabase } from './db/database.js';
 import { runMigrations } from './db/migrations.js';
@@ -31,16 +31,24 @@ import { EventBusImpl } from './events.js';
 import { SourceReaderImpl } from './sources.js';
 import { checkOwners, initOrder, type RefUse } from './plugins/init-order.js';
 import { VERSION } from './version.js';
+import { ConfigFile } from './config/file.js';
+import { SettingsManager } from './admin/settings.js';
+import { adminRoutes } from './admin/routes.js';
+import { createLogger, type LogLevel } from './logging/logger.js';
+import { LogBuffer } from './logging/log-buffer.js';
 
 export interface HostOptions {
   config: AntennaConfig;
+  /** The server's logger; by default JSON on stdout (readable on a terminal) and into `logs`. */
   logger?: Logger;
+  /** The recent lines the admin's log screen shows: fed by the default logger, or by the caller's along with `logger`. */
+  logs?: LogBuffer;
   clock?: Clock;
   /** 'server' runs start hooks and the scheduler; 'cli' only initialises plugins for a command. */
   mode?: 'server' | 'cli';
   /** The first admin's password (else ANTENNA_ADMIN_PASSWORD, else generated and announced). */
   adminPassword?: string;
-  /** Where the generated admin password is announced (default: stderr). */
+  /** Where a generated first admin password is announced; by default it is kept in `firstAdminPassword` for the start-up banner. */
   announce?: (text: string) => void;
   /** Plugins given as objects rather than named in the config (tests); their config is `plugins.<id>`. */
   definitions?: PluginDefinition<any>[];
@@ -53,6 +61,7 @@ interface PluginRuntime {
   inits: { deps: Record<string, AnyRef>; provides?: Record<string, AnyRef>; init(deps: any): unknown }[];
   /** The plugin's child container, once its init has begun (core services under their ref ids). */
   container?: DependencyContainer;
+  settings: PluginSettings<any>;
 }
 
 const CORE_SERVICE_IDS = new Set<string>(Object.values(coreServices).map((ref) => ref.id));
@@ -81,14 +90,24 @@ export class Host {
   scheduler!: SchedulerImpl;
   ffmpeg!: FfmpegSupervisor;
   transcodes!: TranscodeBudgetImpl;
+  limiter!: LoginLimiter;
+  settings!: SettingsManager;
   readonly logger: Logger;
+  readonly logs: LogBuffer;
+  /** The first admin's password when this start generated it (for the start-up banner), else undefined. */
+  firstAdminPassword?: string;
   readonly clock: Clock;
   private readonly startHooks: (() => unknown)[] = [];
   private readonly shutdownHooks: (() => unknown)[] = [];
   private closed = false;
 
   private constructor(readonly config: AntennaConfig, private readonly options: HostOptions) {
-    this.logger = options.logger ?? pino({ level: config.logging.level, base: { name: 'antenna' } });
+    if (options.logger) {
+      this.logger = options.logger;
+      this.logs = options.logs ?? new LogBuffer();
+    } else {
+      ({ logger: this.logger, buffer: this.logs } = createLogger({ level: config.logging.level as LogLevel }));
+    }
     this.clock = options.clock ?? { now: () => Date.now() };
   }
 
@@ -133,7 +152,7 @@ export class Host {
     this.auth = new AuthServiceImpl(this.accounts, secret, {
       mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds, sessionIdleMs: config.auth.sessionIdleDays * 86_400_000,
     }, () => this.clock.now());
-    const limiter = new LoginLimiter({
+    const limiter = this.limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,
     }, () => this.clock.now());
@@ -151,6 +170,7 @@ export class Host {
     const events = new EventBusImpl(this.logger);
 
     this.plugins = await loadPlugins(config, this.options.definitions);
+    this.settings = new SettingsManager(new ConfigFile(config.file), config, this.logger.child({ component: 'settings' }));
     for (const p of this.plugins) {
       try {
         await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
@@ -162,6 +182,10 @@ export class Host {
     this.app = await createHttp({ config, logger: this.logger, auth: this.auth, secret, version: VERSION });
     await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
     await jobRoutes(this.app, { jobs: this.jobs, auth: this.auth });
+    await adminRoutes(this.app, {
+      accounts: this.accounts, auth: this.auth, limiter, jobs: this.jobs, scheduler: this.scheduler, settings: this.settings,
+      logs: this.logs, events,
+    });
 
     for (const loaded of this.plugins) this.runtimes.set(loaded.def.id, this.registerPlugin(loaded));
     const root = globalContainer.createChildContainer();
@@ -192,7 +216,7 @@ export class Host {
   }
 
   private registerPlugin(loaded: LoadedPlugin): PluginRuntime {
-    const runtime: PluginRuntime = { loaded, inits: [] };
+    const runtime: PluginRuntime = { loaded, inits: [], settings: this.settings.addPlugin(loaded) };
     const id = loaded.def.id;
     const provide = (ref: AnyRef, value?: unknown) => {
       const other = this.provided.get(ref.id)?.owner;
@@ -263,6 +287,7 @@ export class Host {
       const container = (runtime.container = root.createChildContainer());
       container.registerInstance(coreServices.logger.id, log);
       container.registerInstance(coreServices.config.id, runtime.loaded.config);
+      container.registerInstance(coreServices.settings.id, runtime.settings);
       container.registerInstance(coreServices.http.id, scope);
       container.registerInstance(coreServices.paths.id, paths);
       container.registerInstance(coreServices.lifecycle.id, lifecycle);
@@ -308,10 +333,9 @@ export class Host {
     const password = given || generatePassword();
     await this.accounts.createUser({ username: 'admin', password, admin: true });
     this.logger.info({ event: 'admin_created', user: 'admin' }, 'first start: admin user created');
-    if (!given) {
-      const say = this.options.announce ?? ((text: string) => process.stderr.write(text + '\n'));
-      say(`\n  Antenna is ready. Sign in at ${this.publicUrl}/ as admin with password: ${password}\n  (shown once; change it with 'antenna user passwd admin')\n`);
-    }
+    if (given) return;
+    this.firstAdminPassword = password;
+    this.options.announce?.(`\n  Antenna is ready. Sign in at ${this.publicUrl}/ as admin with password: ${password}\n  (shown once; change it with 'antenna user passwd admin')\n`);
   }
 
   async listen(): Promise<string> {

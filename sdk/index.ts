@@ -10,9 +10,10 @@ export type {
   ConfigOf, Deps, Migration, PluginCommand, PluginDefinition, PluginEnv, PluginInit, ProvidedRefs, ProvidedServices, ResolvedDeps,
 } from './plugin.js';
 export { coreServices, createServiceRef, createExtensionPoint } from './refs.js';
-export type { ConfigServiceRef, ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
+export type { ConfigServiceRef, SettingsServiceRef, ServiceRef, ExtensionPointRef, PluginConfig, HostInfo } from './refs.js';
 export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
+export { ConfigChangeSchema } from './settings.js';
 export { insertRows, insertValues, isSqlite, RowInserter, sqliteText } from './db.js';
 export type { InsertOptions } from './db.js';
 export * from './services.js';

@@ -126,12 +126,24 @@ export interface GuideSource {
   refreshMs?: number;
 }
 
+/**
+ * Tuners are added during init; after start (SDK 1.2) a plugin whose sources
+ * changed may add and remove its tuners: an added one is imported at once and
+ * refreshed on its schedule, a removed one's channels are hidden (they keep
+ * their ids for when it returns). Adding a tuner with the id of one just
+ * removed replaces it: its channels stay.
+ */
 export interface TunerRegistry {
   addTuner(tuner: Tuner): void;
+  /** Removes a tuner this plugin added; false when there is none with this id. */
+  removeTuner(id: string): boolean;
 }
 
+/** Guide sources, added during init; after start they may be added and removed as tuners are. */
 export interface GuideRegistry {
   addGuideSource(source: GuideSource): void;
+  /** Removes a guide source this plugin added; its programmes leave the guide. False when there is none with this id. */
+  removeGuideSource(id: string): boolean;
 }
 
 export const tunersExtensionPoint = createExtensionPoint<TunerRegistry>({ id: 'live-tv.tuners', owner: 'live-tv' });

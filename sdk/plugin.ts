@@ -1,16 +1,16 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { Knex } from 'knex';
-import type { ConfigServiceRef, ExtensionPointRef, PluginConfig, ServiceRef } from './refs.js';
-import type { CommandIo } from './services.js';
+import type { ConfigServiceRef, ExtensionPointRef, PluginConfig, ServiceRef, SettingsServiceRef } from './refs.js';
+import type { CommandIo, PluginSettings } from './services.js';
 
 type Ref<T> = ServiceRef<T> | ExtensionPointRef<T>;
 
 /** What an init or a command names: `{ db: coreServices.database, live: liveTvService }`. */
 export type Deps = Record<string, Ref<unknown>>;
 
-/** The values `deps` name; `coreServices.config` gives the plugin's config typed by its configSchema. */
+/** The values `deps` name; `coreServices.config` and `coreServices.settings` are typed by the plugin's configSchema. */
 export type ResolvedDeps<D, C = PluginConfig> = {
-  [K in keyof D]: D[K] extends ConfigServiceRef ? C : D[K] extends Ref<infer T> ? T : never;
+  [K in keyof D]: D[K] extends ConfigServiceRef ? C : D[K] extends SettingsServiceRef ? PluginSettings<C> : D[K] extends Ref<infer T> ? T : never;
 };
 
 /** The services (and extension points) an init provides: `{ catalog: vodCatalogService, vod: vodExtensionPoint }`. */
@@ -97,7 +97,7 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
 }
 
 /** The SDK version this copy implements; a plugin's `host` range must accept it. */
-export const SDK_VERSION = '1.1.0';
+export const SDK_VERSION = '1.2.0';
 
 const ID = /^[a-z0-9][a-z0-9._-]*$/;
 

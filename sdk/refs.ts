@@ -1,6 +1,6 @@
 import type {
   AuthService, Clock, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
-  Lifecycle, Logger, PluginPaths, Scheduler, SourceReader, TranscodeBudget,
+  Lifecycle, Logger, PluginPaths, PluginSettings, Scheduler, SourceReader, TranscodeBudget,
 } from './services.js';
 
 /**
@@ -55,6 +55,11 @@ export interface ConfigServiceRef extends ServiceRef<PluginConfig> {
   readonly id: 'core.config';
 }
 
+/** The ref of a plugin's settings: typed by the plugin's configSchema, like its config. */
+export interface SettingsServiceRef extends ServiceRef<PluginSettings> {
+  readonly id: 'core.settings';
+}
+
 /** Host-wide settings a plugin may read. */
 export interface HostInfo {
   version: string;
@@ -91,6 +96,8 @@ export const coreServices = {
   transcodes: createServiceRef<TranscodeBudget>('core.transcodes'),
   /** Playlists and guides by path or URL: gzip, credentials, timeouts and size limits handled. */
   sources: createServiceRef<SourceReader>('core.sources'),
+  /** The plugin's block of the config file: change it at runtime, apply changes without a restart (SDK 1.2). */
+  settings: createServiceRef<PluginSettings>('core.settings') as SettingsServiceRef,
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */
   container: createServiceRef<DependencyContainer>('core.container'),
 } as const;

@@ -293,6 +293,48 @@ export interface Lifecycle {
   onShutdown(fn: () => Promise<void> | void): void;
 }
 
+/**
+ * What a change to a plugin's config did. A key is applied when the plugin
+ * took the new value at once; restartNeeded lists the keys whose new value is
+ * in the config file but takes effect only at the next start.
+ */
+export interface ConfigChangeResult {
+  /** Top-level keys of the block whose value changed. */
+  changed: string[];
+  applied: string[];
+  /** Every key of the block still waiting for a restart (this change's and earlier ones'). */
+  restartNeeded: string[];
+  /** Why the plugin could not apply the change (then every changed key needs a restart). */
+  error?: string;
+}
+
+/**
+ * The plugin's block of the config file, to change at runtime (the admin
+ * routes of a plugin: vod's libraries, m3u-tuner's playlists) and to apply
+ * changes without a restart. The YAML file stays the one source of truth:
+ * a change is validated with the plugin's configSchema and written back to
+ * it, comments and order kept.
+ */
+export interface PluginSettings<C = Record<string, unknown>> {
+  /** The config in effect: what init got, with the changes applied since. */
+  current(): C;
+  /** Whether the config file can be changed; the reason when it cannot (no config file, the demo; not writable). */
+  editable(): Promise<{ editable: boolean; reason?: string }>;
+  /**
+   * Changes the plugin's block: `edit` gets it as written in the file (no
+   * defaults applied) and changes it in place. The result is validated (400
+   * naming the key), written to the file and handed to the onChange handlers
+   * whose keys changed. 409 with the reason when the file cannot be changed.
+   */
+  update(edit: (block: Record<string, unknown>) => void): Promise<ConfigChangeResult>;
+  /**
+   * Applies changes of these top-level keys without a restart: the handler gets
+   * the whole new config and the one in effect. A change of any other key
+   * needs a restart; a handler that throws leaves its keys needing one too.
+   */
+  onChange(keys: (keyof C & string)[], handler: (next: C, previous: C) => Promise<void> | void): void;
+}
+
 export interface SourceOptions {
   signal?: AbortSignal;
   /** Relative paths are resolved against this directory (default: the config file's). */

@@ -13,10 +13,11 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { Host } from '../core/host.js';
 import { loadConfig } from '../core/config/load.js';
+import { createLogger } from '../core/logging/logger.js';
 import type { PluginDefinition } from './plugin.js';
 import type { Clock } from './services.js';
 
@@ -31,6 +32,12 @@ export interface TestHostOptions {
   definitions?: PluginDefinition<any>[];
   /** Other top-level config sections (server, auth, clients…), merged over the test defaults. */
   config?: Record<string, any>;
+  /**
+   * A YAML config file to run from instead (settings changed at runtime are written to it): its
+   * plugins and sections, with the test's server address, data dir and logging put over them
+   * and `plugins`/`config` merged in. Relative paths in it resolve against its folder.
+   */
+  configFile?: string;
   /** Reuse a data dir (to test restarts); a fresh temp dir otherwise, removed on close. */
   dataDir?: string;
   /** Resolve relative plugin paths against this directory (default: cwd). */
@@ -98,20 +105,20 @@ export async function createTestHost(options: TestHostOptions = {}): Promise<Tes
   const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'antenna-test-')));
   const extra = options.config ?? {};
   const postgres = extra.database ? undefined : await postgresFor(dataDir);
-  const config = loadConfig({
-    env: {},
-    baseDir: options.baseDir ?? process.cwd(),
-    object: {
-      ...extra,
-      ...(postgres ? { database: postgres.database } : {}),
-      server: { host: '127.0.0.1', port: 0, ...(extra.server ?? {}), dataDir },
-      logging: { level: 'silent', ...(extra.logging ?? {}) },
-      plugins: options.plugins ?? {},
-    },
-  });
+  const testDefaults = (raw: Record<string, any>) => {
+    Object.assign(raw, extra, postgres ? { database: postgres.database } : {});
+    raw.server = { ...raw.server, host: '127.0.0.1', port: 0, ...(extra.server ?? {}), dataDir };
+    raw.logging = { level: 'silent', ...(extra.logging ?? {}) };
+    raw.plugins = { ...raw.plugins, ...options.plugins };
+  };
+  const config = options.configFile
+    ? loadConfig({ env: {}, file: options.configFile, override: testDefaults })
+    : loadConfig({ env: {}, baseDir: options.baseDir ?? process.cwd(), object: {}, override: testDefaults });
+  // Nothing on stdout; the recent lines still reach the admin's log screen (GET /api/admin/logs).
+  const { logger, buffer } = options.logger ? { logger: options.logger, buffer: undefined } : createLogger({ level: 'silent', output: 'none' });
   const host = await Host.create({
     config, mode: 'server', clock: options.clock, adminPassword: TEST_ADMIN_PASSWORD, definitions: options.definitions,
-    logger: options.logger ?? pino({ level: 'silent' }),
+    logger, logs: buffer,
   });
   let url = '';
   if (options.listen) {

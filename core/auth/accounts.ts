@@ -112,6 +112,11 @@ export class AccountStore {
     return rows.map((u) => ({ ...u, libraries: grants.filter((g) => g.user_id === u.id).map((g) => String(g.library_id)) }));
   }
 
+  /** Removes the user with their sessions and grants (and, by cascade, what plugins keep per user). */
+  async deleteUser(id: number): Promise<boolean> {
+    return (await this.knex('users').where({ id }).delete()) > 0;
+  }
+
   async libraries(userId: number): Promise<string[]> {
     return (await this.knex('user_libraries').where({ user_id: userId }).select('library_id')).map((r) => String(r.library_id));
   }

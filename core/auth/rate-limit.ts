@@ -63,6 +63,26 @@ export class LoginLimiter {
     if (this.failures.size > 10_000) this.sweep();
   }
 
+  /** Seconds until the username may try again from the address where it failed most recently, or undefined when no address is locked out. */
+  lockedFor(usernameKey: string): number | undefined {
+    let longest: number | undefined;
+    for (const key of [...this.failures.keys()]) {
+      if (!key.startsWith(`u:${usernameKey}
+`)) continue;
+      const list = this.recent(key);
+      if (list.length < this.opts.maxPerUser) continue;
+      const left = Math.max(1, Math.ceil((list[list.length - this.opts.maxPerUser]! + this.opts.windowMs - this.now()) / 1000));
+      longest = Math.max(longest ?? 0, left);
+    }
+    return longest;
+  }
+
+  /** An administrator lifts a username's lockouts, from every address (its failures are forgotten). */
+  clear(usernameKey: string): void {
+    for (const key of [...this.failures.keys()]) if (key.startsWith(`u:${usernameKey}
+`)) this.failures.delete(key);
+  }
+
   private recent(key: string): number[] {
     const cutoff = this.now() - this.opts.windowMs;
     const list = (this.failures.get(key) ?? []).filter((t) => t > cutoff);

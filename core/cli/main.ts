@@ -11,24 +11,48 @@ import { runMigrations } from '../db/migrations.js';
 import { coreMigrations } from '../db/core-migrations.js';
 import { AccountStore } from '../auth/accounts.js';
 import { loadPlugins } from '../plugins/loader.js';
+import { pluginCommands } from '../plugins/commands.js';
 import { createProgress } from './progress.js';
+import { startupBanner } from './banner.js';
 import { VERSION } from '../version.js';
 import { mkdir } from 'node:fs/promises';
+
+/** The core's commands: usage, then what it does. */
+const CORE_COMMANDS: [string, string][] = [
+  ['serve', 'start the server (default)'],
+  ['user add NAME --password P [--admin] [--inactive] [--library ID ...]', 'create a user; --library restricts them to those libraries'],
+  ['user passwd NAME [--password P]', 'set a password (prompts when --password is omitted); signs the user out'],
+  ['user set NAME [--active|--inactive] [--admin|--no-admin] [--library ID ... | --all-libraries]', 'change a user'],
+  ['user remove NAME', 'remove a user with their sessions, favorites and progress'],
+  ['user list', 'list users'],
+  ['plugins', 'what is loaded, from where, with which version'],
+  ['help', 'this list, with the commands of the enabled plugins'],
+];
+
+const table = (rows: [string, string][]) => rows.map(([usage, what]) => `  ${usage}\n      ${what}`).join('\n');
 
 const USAGE = `antenna ${VERSION}
 
 Usage: antenna <command> [--config FILE]
 
-  serve                              start the server (default)
-  user add NAME --password P [--admin] [--inactive] [--library ID ...]
-  user passwd NAME [--password P]    (prompts when --password is omitted)
-  user set NAME [--active|--inactive] [--admin|--no-admin] [--library ID ... | --all-libraries]
-  user list
-  plugins                            what is loaded, from where, with which version
-  help
+${table(CORE_COMMANDS)}
 
 Config: --config FILE or ANTENNA_CONFIG; ANTENNA_PORT, ANTENNA_HOST, ANTENNA_DATA_DIR override it.
 With no config the demo runs (data in ./data).`;
+
+/** The usage, then every command the enabled plugins add (or why they could not be read). */
+async function help(file: string | undefined): Promise<string> {
+  let plugins: string;
+  try {
+    const commands = pluginCommands(await loadPlugins(loadConfig({ file })));
+    plugins = commands.length
+      ? table(commands.map((c) => [c.usage, `${c.description} (plugin ${c.plugin})`]))
+      : '  (none)';
+  } catch (err) {
+    plugins = `  (the plugins' commands are not known: ${(err as Error).message.split('\n')[0]})`;
+  }
+  return `${USAGE}\n\nCommands of the enabled plugins:\n${plugins}`;
+}
 
 class UsageError extends Error {}
 
@@ -76,7 +100,18 @@ async function serve(config: AntennaConfig): Promise<void> {
     await host.close();
     process.exit(0);
   }
-  await host.listen();
+  const banner = () => startupBanner({
+    version: VERSION, url: host!.publicUrl, host: config.server.host, port: Number(new URL(host!.publicUrl).port) || config.server.port,
+    adminPassword: host!.firstAdminPassword,
+  });
+  try {
+    await host.listen();
+  } catch (err) {
+    // The generated password is in no other place: say it even when the port is taken.
+    if (host.firstAdminPassword) process.stderr.write(banner().replace(' is running.', ' could not start.'));
+    throw err;
+  }
+  process.stderr.write(banner());
 }
 
 async function userCommand(config: AntennaConfig, args: string[]): Promise<void> {
@@ -122,6 +157,16 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
         if (values.library?.length) await store.setLibraries(user.id, values.library);
         if (values['all-libraries']) await store.setLibraries(user.id, []);
         out(`updated user ${user.username}`);
+        return;
+      }
+      case 'remove': {
+        if (!name) throw new UsageError('user remove needs a NAME');
+        const user = await store.findByUsername(name);
+        if (!user) throw new Error(`no user named ${name}`);
+        const admins = (await store.listUsers()).filter((u) => u.admin && u.active);
+        if (user.admin && user.active && admins.length === 1) throw new Error(`${user.username} is the only active administrator; make another user one first (user set NAME --admin)`);
+        await store.deleteUser(user.id);
+        out(`removed user ${user.username}`);
         return;
       }
       case 'list': {
@@ -173,7 +218,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const [command = 'serve', ...rest] = argv;
   if (command === 'help' || command === '--help' || command === '-h') {
-    out(USAGE);
+    out(await help(file));
     return 0;
   }
   if (command === '--version' || command === 'version') {

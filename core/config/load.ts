@@ -12,6 +12,8 @@ export interface LoadOptions {
   /** Used instead of a file (tests, createTestHost). */
   object?: Record<string, unknown>;
   baseDir?: string;
+  /** Changes the raw config before it is validated, as the environment does (tests: a port, a data dir). */
+  override?: (raw: Record<string, any>) => void;
 }
 
 function envOverrides(raw: Record<string, any>, env: NodeJS.ProcessEnv): void {
@@ -51,6 +53,7 @@ export function loadConfig(options: LoadOptions = {}): AntennaConfig {
   }
   if (raw.plugins === null) raw.plugins = {}; // `plugins:` with nothing under it
   envOverrides(raw, env);
+  options.override?.(raw);
   const config = validateConfig<AntennaConfig>(ConfigSchema, raw, '');
   config.server.dataDir = path.resolve(baseDir, config.server.dataDir);
   for (const [name, value] of Object.entries(config.plugins)) if (value === null) config.plugins[name] = {};

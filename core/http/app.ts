@@ -15,6 +15,9 @@ import { errorHandler } from './errors.js';
 import { redact } from '../redact.js';
 
 const DOCS = '/api/docs';
+/** Every route under this prefix answers 403 to a signed-in user who is not an administrator. */
+export const ADMIN = '/api/admin';
+const isAdminUrl = (url: string) => url === ADMIN || url.startsWith(`${ADMIN}/`);
 
 /**
  * CORS on media routes (manifests, segments, files): any origin may read them, since their
@@ -49,6 +52,7 @@ export function routeTable(app: FastifyInstance): readonly RouteEntry[] {
 /** A route's auth: its config says, default 'user'. The docs page and its assets are public like the web app's; the document itself is not. */
 function effectiveAuth(url: string, configured: RouteAuth | undefined): RouteAuth {
   if (url.startsWith(DOCS) && !url.startsWith(`${DOCS}/json`) && !url.startsWith(`${DOCS}/yaml`)) return 'public';
+  if (isAdminUrl(url)) return configured === 'media' ? 'media' : 'user';
   return configured ?? 'user';
 }
 
@@ -115,6 +119,9 @@ export async function createHttp(options: {
     if (mode === 'public') return;
     const check = async (request: FastifyRequest) => auth.authenticate(request, mode);
     const hooks: unknown[] = [check];
+    // Administration is admin only whoever registers the route, and a non-admin learns nothing
+    // more (403 before the body is even validated).
+    if (isAdminUrl(route.url)) hooks.push(async (request: FastifyRequest) => { auth.requireAdmin(request); });
     // Players on other origins fetch manifests and segments; their credentials are in the URL
     // (api_key or a signed key), never in cookies, so any origin may read them.
     if (mode === 'media') {

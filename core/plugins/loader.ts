@@ -20,7 +20,7 @@ export interface LoadedPlugin {
 }
 
 /** How errors name a plugin's config block: `plugins.m3u-tuner`, or `plugins["./my/plugin"]` for a path. */
-function configKey(spec: string): string {
+export function configKey(spec: string): string {
   return /^[\w@-]+$/.test(spec) ? `plugins.${spec}` : `plugins[${JSON.stringify(spec)}]`;
 }
 

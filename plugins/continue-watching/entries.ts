@@ -167,6 +167,12 @@ export class ContinueWatching {
     this.log.trace({ event: 'continue_watching_flushed', entries: changes.length, ms: Date.now() - started }, 'continue-watching entries written');
   }
 
+  /** A removed user: their entries and the changes queued for them are dropped. */
+  forget(userId: number): void {
+    this.users.delete(userId);
+    for (const [key, change] of this.pending) if (change.userId === userId) this.pending.delete(key);
+  }
+
   /** At shutdown: no more timers, and everything queued is written. */
   async close(): Promise<void> {
     this.closed = true;

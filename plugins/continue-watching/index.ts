@@ -28,14 +28,16 @@ export default definePlugin({
     env.registerInit({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
-        lifecycle: coreServices.lifecycle, logger: coreServices.logger, clock: coreServices.clock,
+        lifecycle: coreServices.lifecycle, logger: coreServices.logger, clock: coreServices.clock, events: coreServices.events,
         catalog: vodCatalogService, vod: vodExtensionPoint,
       },
-      async init({ config: { flushInterval }, http, db, auth, lifecycle, logger, clock, catalog, vod }) {
+      async init({ config: { flushInterval }, http, db, auth, lifecycle, logger, clock, events, catalog, vod }) {
         const entries = new ContinueWatching(new EntryStore(db, logger), catalog, auth, logger, () => clock.now(), parseDuration(flushInterval));
         vod.onPlay((user, item) => entries.played(user, item));
         vod.addPlayInfoField('resume_position', (user, item) => entries.resumePosition(user, item));
         continueWatchingRoutes(http, { auth, entries });
+        // The database dropped a removed user's rows; what is kept for them here goes too.
+        events.on('user.deleted', (payload) => entries.forget((payload as { id: number }).id));
         lifecycle.onShutdown(() => entries.close());
       },
     });

@@ -196,9 +196,10 @@ export class GuideStore {
    * equals the channel's name or tvg-name (case- and accent-insensitive).
    */
   async remap(channels: Channel[], sourceOrder: string[]): Promise<number> {
-    const rows = await this.knex('livetv_guide_channels as g')
+    // Only the guide sources there are now: a source removed from the config maps nothing.
+    const rows = (await this.knex('livetv_guide_channels as g')
       .join('livetv_guide_sources as s', function () { this.on('s.id', 'g.source_id').andOn('s.generation', 'g.generation'); })
-      .select('g.source_id', 'g.guide_id', 'g.names');
+      .select('g.source_id', 'g.guide_id', 'g.names')).filter((r) => sourceOrder.includes(r.source_id));
     const rank = (id: string) => { const i = sourceOrder.indexOf(id); return i < 0 ? sourceOrder.length : i; };
     rows.sort((a, b) => rank(a.source_id) - rank(b.source_id));
     const byId = new Map<string, { source_id: string; guide_id: string }>();

@@ -17,6 +17,7 @@ import { Favorites } from './favorites.js';
 import { liveTvRoutes } from './routes.js';
 import { LiveSessions } from './live/sessions.js';
 import { watchRoutes } from './live/routes.js';
+import { adminSourceRoutes } from './admin-routes.js';
 
 const configSchema = Type.Object({
   /** At start: import in the background (default), wait for the import before listening, or skip it. */
@@ -88,6 +89,38 @@ export default definePlugin({
         });
         watchRoutes(http, { auth, sessions, channels: live.channels, packagers: { hls, dash }, host, segmentSeconds });
 
+        adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
+        const taskId = (type: 'tuner' | 'guide', id: string) => `livetv:${type}:${id}`;
+        const schedule = async (type: 'tuner' | 'guide', id: string, everyMs: number | undefined) => {
+          if (everyMs) await scheduler.schedule({ id: taskId(type, id), kind: REFRESH_KIND, at: clock.now() + everyMs, everyMs, payload: { type, id } });
+          else await scheduler.cancel(taskId(type, id));
+        };
+
+        // A source added, changed or removed after start (a plugin's settings changed): import it at
+        // once and schedule it, or drop its schedule and hide its channels. Changes are handled one at
+        // a time; a remove-then-add of one id (an edit) is one change, read when its turn comes.
+        const queued = new Set<string>();
+        let changes = Promise.resolve();
+        registry.onChange(({ kind, id }) => {
+          const key = taskId(kind, id);
+          if (queued.has(key)) return;
+          queued.add(key);
+          changes = changes.then(async () => {
+            queued.delete(key);
+            await jobs.get(key)?.stop('source changed');
+            const tuner = kind === 'tuner' ? registry.tuners.get(id) : undefined;
+            const guide = kind === 'guide' ? registry.guides.get(id) : undefined;
+            const source = tuner ?? guide;
+            await schedule(kind, id, source?.refreshMs);
+            logger.info({ event: 'source_changed', kind, id, present: !!source }, source ? 'live TV source added or changed' : 'live TV source removed');
+            if (kind === 'tuner') await live.tunersChanged();
+            if (!source) live.lastImports.delete(`${kind}:${id}`);
+            if (tuner) void live.refreshTuner(tuner).catch(() => {}); // the outcome is logged and kept in lastImports
+            else if (guide) void live.refreshGuide(guide).catch(() => {});
+            else if (kind === 'guide') await live.remap();
+          }).catch((err) => logger.error({ err, kind, id }, 'could not apply a live TV source change'));
+        });
+
         scheduler.handle(REFRESH_KIND, async (task) => {
           const { type, id } = task.payload as { type: 'tuner' | 'guide'; id: string };
           const tuner = type === 'tuner' ? registry.tuners.get(id) : undefined;
@@ -105,9 +138,7 @@ export default definePlugin({
           for (const t of registry.tuners.values()) if (t.refreshMs) wanted.set(`livetv:tuner:${t.id}`, { type: 'tuner', id: t.id, everyMs: t.refreshMs });
           for (const g of registry.guides.values()) if (g.refreshMs) wanted.set(`livetv:guide:${g.id}`, { type: 'guide', id: g.id, everyMs: g.refreshMs });
           for (const task of await scheduler.list(REFRESH_KIND)) if (!wanted.has(task.id)) await scheduler.cancel(task.id);
-          for (const [id, w] of wanted) {
-            await scheduler.schedule({ id, kind: REFRESH_KIND, at: clock.now() + w.everyMs, everyMs: w.everyMs, payload: { type: w.type, id: w.id } });
-          }
+          for (const w of wanted.values()) await schedule(w.type, w.id, w.everyMs);
           if (initialImport === 'skip') return;
           const importing = live.refreshAll().then((summary) => logSummary(logger, summary));
           if (initialImport === 'await') await importing;

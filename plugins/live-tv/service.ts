@@ -11,6 +11,14 @@ export type TunerImport = ImportCounts & { warnings: number };
 /** Warnings of one import written to the log; the rest are only counted. */
 const LOGGED_WARNINGS = 20;
 
+/** The last import of a source in this process: its counts, or why it failed (the previous data stayed). */
+export interface LastImport {
+  at: string;
+  ok: boolean;
+  error?: string;
+  counts?: TunerImport | GuideLoadResult;
+}
+
 export interface RefreshSummary {
   tuners: ({ id: string } & (TunerImport | { error: string }))[];
   guides: ({ id: string } & (GuideLoadResult | { error: string }))[];
@@ -26,9 +34,11 @@ export class LiveTvService {
   readonly guide: GuideStore;
   private stopped = false;
   private readonly running = new Set<Promise<RefreshSummary>>();
+  /** By `tuner:<id>` and `guide:<id>`. */
+  readonly lastImports = new Map<string, LastImport>();
 
   constructor(
-    knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number,
+    private readonly knex: Database, private readonly log: Logger, private readonly jobs: JobManager, private readonly registry: LiveTvRegistry, now: () => number,
     limits: ChannelLimits = {},
   ) {
     this.channels = new ChannelStore(knex, () => new Set(registry.tuners.keys()), now, limits);
@@ -60,7 +70,7 @@ export class LiveTvService {
         this.log.info({ event: 'tuner_import', tuner: tuner.id, ...counts, warnings }, 'channels imported');
       },
     }));
-    return this.outcome(job, `tuner ${tuner.name}`);
+    return this.outcome(job, `tuner ${tuner.name}`, `tuner:${tuner.id}`);
   }
 
   async refreshGuide(source: GuideSource, progress?: Progress): Promise<GuideLoadResult> {
@@ -77,17 +87,29 @@ export class LiveTvService {
         this.log.info({ event: 'guide_import', source: source.id, ...result, mapped }, 'guide imported');
       },
     }));
-    return this.outcome(job, `guide ${source.name}`);
+    return this.outcome(job, `guide ${source.name}`, `guide:${source.id}`);
   }
 
-  private async outcome<T>(job: { done: Promise<string>; data: { result?: T }; error?: string }, what: string): Promise<T> {
+  private async outcome<T extends TunerImport | GuideLoadResult>(job: { done: Promise<string>; data: { result?: T }; error?: string }, what: string, key: string): Promise<T> {
     const state = await job.done;
+    const at = new Date().toISOString();
     if (state !== 'completed' || !job.data.result) {
       const error = (job as { error?: string }).error ?? state;
       this.log.warn({ event: 'import_failed', what, error }, 'import failed; previous data kept');
+      this.lastImports.set(key, { at, ok: false, error });
       throw new Error(`${what}: ${error}`);
     }
+    this.lastImports.set(key, { at, ok: true, counts: job.data.result });
     return job.data.result;
+  }
+
+  /**
+   * A tuner joined or left the registry: the channel list is read again (within a second, as
+   * after an import of another process) with the tuners there are now. A removed tuner's
+   * channels stay stored, out of the list, and are back as they were when it returns.
+   */
+  async tunersChanged(): Promise<void> {
+    await this.knex('livetv_state').where({ key: 'version' }).increment('value', 1);
   }
 
   /** Every tuner, then every guide source; one failure never stops the others. */

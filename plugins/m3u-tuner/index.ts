@@ -4,6 +4,7 @@
  *   m3u-tuner: { sources: [ { name: IPTV, url: ./tv.m3u, maxStreams: 2, refresh: 12h } ] }
  */
 import { pathToFileURL } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 import {
   coreServices, definePlugin, Duration, errors, parseDuration, tunersExtensionPoint, Type,
   type SourceReader, type StreamSource, type Static, type Tuner, type TunerChannel,
@@ -11,6 +12,7 @@ import {
 import { M3uParser } from './m3u-parser.js';
 import { refusal, toTunerChannel } from './channels.js';
 import { StreamRelay } from './relay.js';
+import { playlistRoutes } from './admin-routes.js';
 
 const SourceSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'Shown to users; unique among sources' }),
@@ -146,12 +148,14 @@ async function* readPlaylist(
   progress?.(1, `${count} channels, ${playlist.skipped + refused} entries skipped`);
 }
 
+const tunerId = (name: string) => `m3u:${name.replace(/[^\w.:@-]/g, '_')}`;
+
 function tunerFor(source: Source, sources: SourceReader, relay: StreamRelay, version: string): Tuner {
   const userAgent = source.userAgent ?? `Antenna/${version}`;
   // The source's own credentials (Xtream's get.php?username=…&password=…) are those of its streams too.
   const secrets = sources.secretsOf(source.url);
   return {
-    id: `m3u:${source.name.replace(/[^\w.:@-]/g, '_')}`,
+    id: tunerId(source.name),
     name: source.name,
     maxStreams: source.maxStreams,
     refreshMs: parseDuration(source.refresh),
@@ -171,16 +175,29 @@ export default definePlugin({
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources, http: coreServices.http },
-      async init({ config, tuners, host, sources: reader, http }) {
+      deps: {
+        config: coreServices.config, tuners: tunersExtensionPoint, host: coreServices.host, sources: coreServices.sources,
+        settings: coreServices.settings, http: coreServices.http,
+      },
+      async init({ config, tuners, host, sources: reader, settings, http }) {
         const relay = new StreamRelay(() => host.localUrl);
         relay.routes(http);
         const names = new Set<string>();
         for (const source of config.sources) {
-          if (names.has(source.name)) throw new Error(`two sources are named ${source.name}; names must be unique`);
-          names.add(source.name);
+          if (names.has(tunerId(source.name))) throw new Error(`two sources are named ${source.name}; names must be unique`);
+          names.add(tunerId(source.name));
           tuners.addTuner(tunerFor(source, reader, relay, host.version));
         }
+        // A changed list swaps only the tuners that changed: live-tv imports those, and a tuner
+        // put back under the same id keeps its channels.
+        settings.onChange(['sources'], (next, previous) => {
+          const before = new Map(previous.sources.map((s) => [tunerId(s.name), s]));
+          const after = new Map(next.sources.map((s) => [tunerId(s.name), s]));
+          if (after.size < next.sources.length) throw new Error('two sources have the same name; names must be unique');
+          for (const [id, source] of before) if (!isDeepStrictEqual(source, after.get(id))) tuners.removeTuner(id);
+          for (const [id, source] of after) if (!isDeepStrictEqual(source, before.get(id))) tuners.addTuner(tunerFor(source, reader, relay, host.version));
+        });
+        playlistRoutes(http, { schema: SourceSchema, settings, sources: reader, tunerId });
       },
     });
   },

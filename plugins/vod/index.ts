@@ -6,6 +6,7 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { coreServices, createServiceRef, definePlugin, Duration, parseDuration, Type, vodCatalogService, vodExtensionPoint, type Static } from 'antenna/sdk';
 import { Catalog } from './catalog.js';
 import { migrations } from './migrations.js';
@@ -17,6 +18,7 @@ import { playRoutes } from './play-routes.js';
 import { Transcoder } from './transcode/transcoder.js';
 import { transcodeRoutes } from './transcode/routes.js';
 import { VariantTokens } from './transcode/variant.js';
+import { adminLibraryRoutes } from './admin-routes.js';
 
 const LibraryConfig = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -63,17 +65,18 @@ export default definePlugin({
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
-        paths: coreServices.paths, transcodes: coreServices.transcodes,
+        paths: coreServices.paths, transcodes: coreServices.transcodes, settings: coreServices.settings,
       },
       provides: { catalog: vodCatalogService, extensions: vodExtensionPoint, scanning: scanningService },
-      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes }) {
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, settings }) {
         const store = new VodStore(db);
         const demoDir = path.join(host.dataDir, 'demo-media');
         const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
-        await store.syncLibraries([
-          ...cfg.libraries.map((l) => ({ ...l, paths: l.paths.map((p) => path.resolve(host.configDir, p)) })),
+        const libraries = (c: VodConfig) => [
+          ...c.libraries.map((l) => ({ ...l, paths: l.paths.map((p) => path.resolve(host.configDir, p)) })),
           ...demoLibraries,
-        ]);
+        ];
+        await store.syncLibraries(libraries(cfg));
         const catalog = new Catalog(store, auth, logger);
         const scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
 
@@ -93,11 +96,32 @@ export default definePlugin({
         transcodeRoutes(http, { auth, store, host, transcoder, tokens, catalog });
 
         scheduler.handle(SCAN_KIND, async () => { await scanner.scanAll(); });
-        lifecycle.onShutdown(() => scanner.stop());
-        lifecycle.onStart(async () => {
-          const everyMs = parseDuration(cfg.scanInterval);
+        const scheduleScans = async (interval: string) => {
+          const everyMs = parseDuration(interval);
           if (everyMs > 0) await scheduler.schedule({ id: 'vod:scan', kind: SCAN_KIND, at: clock.now() + everyMs, everyMs });
           else await scheduler.cancel('vod:scan');
+        };
+
+        // Libraries, the scan schedule and its concurrency change without a restart: a library that is
+        // new, or whose folders or type changed, is scanned at once; the transcoder's settings need one.
+        settings.onChange(['libraries', 'scanInterval', 'scanConcurrency'], async (next, previous) => {
+          if (!isDeepStrictEqual(next.libraries, previous.libraries)) {
+            const before = new Map(store.libraries().map((l) => [l.id, JSON.stringify([l.type, l.paths])]));
+            await store.syncLibraries(libraries(next), { keepProvided: true });
+            for (const lib of store.libraries()) {
+              if (lib.type === 'recordings' || before.get(lib.id) === JSON.stringify([lib.type, lib.paths])) continue;
+              await jobs.get(`vod:scan:${lib.id}`)?.stop('library changed');
+              void scanner.scan(lib).catch(() => {}); // logged by the scanner, kept in lastScans
+            }
+          }
+          if (next.scanInterval !== previous.scanInterval) await scheduleScans(next.scanInterval);
+          scanner.options.concurrency = next.scanConcurrency;
+        });
+        adminLibraryRoutes(http, { store, scanner, jobs, settings, configDir: host.configDir, demoNames: new Set(demoLibraries.map((l) => l.name)) });
+
+        lifecycle.onShutdown(() => scanner.stop());
+        lifecycle.onStart(async () => {
+          await scheduleScans(cfg.scanInterval);
           if (cfg.initialScan === 'skip' || !store.libraries().length) return;
           const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve())
             .then(() => scanner.scanAll()); // the scanner logs one summary line per library
@@ -122,6 +146,17 @@ export default definePlugin({
           io.progress.done(lib.name);
           io.out(`library ${lib.id} ${lib.name}: ${s.files} files, ${s.added} new, ${s.changed} changed, ${s.removed} removed, ${s.unreadable} unreadable, ${s.items} items`);
         }
+      },
+    });
+
+    env.registerCommand({
+      path: ['library', 'list'],
+      description: 'List the libraries with the ids that `user add/set --library` and `library scan` take',
+      deps: { scanning: scanningService },
+      async run(_args, io, { scanning: { store } }) {
+        const counts = await store.topLevelCounts();
+        io.out(['ID', 'NAME', 'TYPE', 'ITEMS', 'FOLDERS'].join('\t'));
+        for (const l of store.libraries()) io.out([l.id, l.name, l.type, counts.get(l.id) ?? 0, l.paths.join(', ') || '-'].join('\t'));
       },
     });
   },

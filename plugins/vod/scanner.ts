@@ -100,9 +100,14 @@ export function itemChain(library: Library, rel: string): { chain: Chain; label:
   };
 }
 
+/** How a library's last scan in this process ended. */
+export type LastScan = { at: number } & ({ ok: true; summary: ScanSummary } | { ok: false; error: string });
+
 export class LibraryScanner {
   private stopping = false;
   private readonly active = new Set<string>();
+  /** By library id. */
+  readonly lastScans = new Map<number, LastScan>();
 
   constructor(
     private readonly knex: Database,
@@ -111,7 +116,8 @@ export class LibraryScanner {
     private readonly jobs: JobManager,
     private readonly logger: Logger,
     private readonly now: () => number,
-    private readonly options: { concurrency: number },
+    /** Read at the start of each scan: a change applies from the next one. */
+    readonly options: { concurrency: number },
   ) {}
 
   /** One scan per library at a time: run it as a job `vod:scan:<libraryId>` (jobs.ensure) so concurrent callers share it and GET /api/jobs shows progress. */
@@ -127,8 +133,13 @@ export class LibraryScanner {
     if (onProgress) job.data.listeners.add(onProgress);
     try {
       const state = await job.done;
-      if (state === 'completed' && job.data.summary) return job.data.summary;
-      throw new Error(state === 'failed' ? `scan of library ${library.id} failed: ${job.error}` : `scan of library ${library.id} ${state}`);
+      if (state === 'completed' && job.data.summary) {
+        this.lastScans.set(library.id, { at: this.now(), ok: true, summary: job.data.summary });
+        return job.data.summary;
+      }
+      const error = state === 'failed' ? `scan of library ${library.id} failed: ${job.error}` : `scan of library ${library.id} ${state}`;
+      if (state === 'failed') this.lastScans.set(library.id, { at: this.now(), ok: false, error });
+      throw new Error(error);
     } finally {
       if (onProgress) job.data.listeners.delete(onProgress);
       if (!this.jobs.get(key)) this.active.delete(key);

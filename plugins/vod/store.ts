@@ -32,10 +32,16 @@ export class VodStore {
 
   constructor(private readonly knex: Database) {}
 
-  /** Match the configured libraries to their rows by name (creating new ones); unlisted ones are kept but hidden. */
-  async syncLibraries(configured: { name: string; type: LibraryType; paths: string[] }[]): Promise<Library[]> {
+  /**
+   * Match the configured libraries to their rows by name (creating new ones); unlisted ones are kept but hidden.
+   * At start every row is unlisted until named again (a plugin providing a library names it after); a change
+   * while running (`keepProvided`) leaves the libraries other plugins provide as they are.
+   */
+  async syncLibraries(configured: { name: string; type: LibraryType; paths: string[] }[], options: { keepProvided?: boolean } = {}): Promise<Library[]> {
     await this.knex.transaction(async (trx) => {
-      await trx('vod_libraries').update({ configured: false });
+      const unlist = trx('vod_libraries');
+      if (options.keepProvided) unlist.whereNot({ type: 'recordings' });
+      await unlist.update({ configured: false });
       for (const lib of configured) {
         const existing = await trx('vod_libraries').where({ name: lib.name }).first('id');
         const row = { type: lib.type, paths: JSON.stringify(lib.paths), configured: true };
@@ -44,6 +50,13 @@ export class VodStore {
       }
     });
     return this.loadLibraries();
+  }
+
+  /** A library renamed in the config keeps its id (and so its items and users' grants). */
+  async renameLibrary(from: string, to: string): Promise<void> {
+    if (from === to) return;
+    if (await this.knex('vod_libraries').where({ name: to }).first('id')) throw new Error(`the library name ${JSON.stringify(to)} is taken`);
+    await this.knex('vod_libraries').where({ name: from }).update({ name: to });
   }
 
   /** A library another plugin provides, kept by name; its id never changes. */

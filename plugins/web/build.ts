@@ -52,9 +52,14 @@ async function main(): Promise<void> {
   if (!entry) throw new Error('esbuild produced no entry chunk');
   const script = ASSET_PREFIX + path.basename(entry[0]);
   const css = entry[1].cssBundle ? ASSET_PREFIX + path.basename(entry[1].cssBundle) : undefined;
+  // A chunk loaded later (the admin dashboard) brings styles esbuild does not load: the app finds
+  // them in a <meta> named after the chunk and adds them when it loads the chunk.
+  const lazyCss = outputs
+    .filter(([file, o]) => o.entryPoint && o !== entry[1] && o.cssBundle && file.endsWith('.js'))
+    .map(([file, o]) => `<meta name="antenna-css-${path.basename(file).replace(/-[A-Z0-9]{8}\.js$/, '')}" content="${ASSET_PREFIX + path.basename(o.cssBundle!)}">`);
   const template = readFileSync(path.join(APP, 'index.html'), 'utf8');
   writeFileSync(path.join(PUBLIC_DIR, 'index.html'), template
-    .replace('<!--styles-->', css ? `<link rel="stylesheet" href="${css}">` : '')
+    .replace('<!--styles-->', [...(css ? [`<link rel="stylesheet" href="${css}">`] : []), ...lazyCss].join('\n'))
     .replace('<!--script-->', `<script type="module" src="${script}"></script>`));
   writeFileSync(path.join(PUBLIC_DIR, 'favicon.svg'), readFileSync(path.join(APP, 'favicon.svg')));
 

@@ -6,12 +6,14 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { Readable } from 'node:stream';
 import {
   coreServices, definePlugin, Duration, guidesExtensionPoint, parseDuration, Type,
   type GuideSource, type SourceReader, type Static,
 } from 'antenna/sdk';
 import { parseXmltv } from './xmltv-parser.js';
+import { guideSourceRoutes } from './admin-routes.js';
 
 const SourceSchema = Type.Object({
   url: Type.String({ minLength: 1, description: 'A path (relative to the config file), a file:// or an http(s) URL' }),
@@ -35,12 +37,15 @@ const configSchema = Type.Object({
 
 type Config = Static<typeof configSchema>;
 
+const guideId = (source: { url: string; name?: string }) =>
+  `xmltv:${source.name ? source.name.replace(/[^\w.:@-]/g, '_') : createHash('sha1').update(source.url).digest('hex').slice(0, 12)}`;
+
 function guideFor(source: Static<typeof SourceSchema>, config: Config, sources: SourceReader, clock: { now(): number }): GuideSource {
   // Unnamed: the file name, from the URL without its credentials (http://user:pass@host has no path).
   const shown = sources.redact(source.url);
   const name = source.name ?? (path.basename(shown.split('?')[0]!) || shown);
   return {
-    id: `xmltv:${source.name ? source.name.replace(/[^\w.:@-]/g, '_') : createHash('sha1').update(source.url).digest('hex').slice(0, 12)}`,
+    id: guideId(source),
     name,
     refreshMs: parseDuration(source.refresh),
     async load({ signal, sink }) {
@@ -63,9 +68,22 @@ export default definePlugin({
   dependsOn: ['live-tv'],
   register(env) {
     env.registerInit({
-      deps: { config: coreServices.config, guides: guidesExtensionPoint, sources: coreServices.sources, clock: coreServices.clock },
-      async init({ config, guides, sources, clock }) {
+      deps: {
+        config: coreServices.config, guides: guidesExtensionPoint, sources: coreServices.sources, clock: coreServices.clock,
+        settings: coreServices.settings, http: coreServices.http,
+      },
+      async init({ config, guides, sources, clock, settings, http }) {
         for (const source of config.sources) guides.addGuideSource(guideFor(source, config, sources, clock));
+        // Only the guides that changed are swapped (and so imported again); all of them when a
+        // setting every guide uses changed.
+        settings.onChange(['sources', 'maxAge', 'preferredLanguage'], (next, previous) => {
+          const all = next.maxAge !== previous.maxAge || next.preferredLanguage !== previous.preferredLanguage;
+          const before = new Map(previous.sources.map((s) => [guideId(s), s]));
+          const after = new Map(next.sources.map((s) => [guideId(s), s]));
+          for (const [id, source] of before) if (all || !isDeepStrictEqual(source, after.get(id))) guides.removeGuideSource(id);
+          for (const [id, source] of after) if (all || !isDeepStrictEqual(source, before.get(id))) guides.addGuideSource(guideFor(source, next, sources, clock));
+        });
+        guideSourceRoutes(http, { schema: SourceSchema, settings, sources, guideId });
       },
     });
   },

@@ -13,6 +13,10 @@ import { createTestHost } from '../../sdk/testing.js';
 import { CLI, expectError, tmpDir } from '../helpers/http.js';
 import { cleanEnv, unusedPort } from '../helpers/env.js';
 
+// Each command is a node process of its own (and `help` loads the plugins to list their commands):
+// seconds apiece on a busy 2-core machine.
+t.setTimeout(300_000);
+
 t.test('antenna user …', async (t) => {
   const cwd = await tmpDir(t, 'antenna-cli-cwd-');
   const dataDir = path.join(await tmpDir(t, 'antenna-cli-data-'), 'data');

@@ -6,7 +6,7 @@
  * watching; Debian's Chromium on the app's own URL; page errors collected;
  * screenshots written to the test's temp dir.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
@@ -30,6 +30,11 @@ export interface WebAppOptions {
   phone?: boolean;
   /** More plugins, as in the config's `plugins:` block (an m3u-tuner with a dead channel…). */
   plugins?: Record<string, unknown>;
+  /**
+   * Run from a YAML config file with this text instead of the default plugins (settings the
+   * admin changes are written to it): given the test's dir, where `movies/` and `shows/` are.
+   */
+  configYaml?: (dir: string) => string;
 }
 
 export interface WebApp {
@@ -83,8 +88,10 @@ export async function startWebApp(t: TestLike, options: WebAppOptions = {}): Pro
     ]);
   }
 
+  const configFile = options.configYaml && path.join(dir, 'antenna.yaml');
+  if (configFile) await writeFile(configFile, options.configYaml!(dir));
   const [h, b] = await Promise.all([
-    createTestHost({
+    configFile ? createTestHost({ listen: true, configFile, plugins: options.plugins }) : createTestHost({
       listen: true,
       plugins: {
         web: {},

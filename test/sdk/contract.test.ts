@@ -3,7 +3,8 @@
  * against the built SDK's types and loading what tsc wrote:
  * - init's config is typed by the plugin's configSchema (a wrong use fails tsc);
  * - plugins written for SDK 1.0 (the examples as they were, and one using
- *   live-tv's and vod's 1.0 names) compile and work unchanged under 1.1.
+ *   live-tv's and vod's 1.0 names) compile and work unchanged under 1.1 and 1.2;
+ * - coreServices.settings (SDK 1.2) is typed by the schema like the config.
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
@@ -46,11 +47,12 @@ t.test('the SDK contract, compiled as a plugin author compiles', async (t) => {
   t.test('init receives the config typed by the schema: a wrong use fails tsc', async (t) => {
     const source = (await readFile(path.join(FIXTURES, 'typed-config/wrong.ts'), 'utf8')).split('\n');
     const marked = source.flatMap((line, i) => (line.includes('// ERROR') ? [i + 1] : []));
-    t.equal(marked.length, 2);
+    t.equal(marked.length, 3);
     const wrong = errors.filter((e) => e.includes('typed-config/wrong.ts'));
     t.same(wrong.map((e) => Number(/\((\d+),\d+\)/.exec(e)![1])), marked, 'an error on each marked line, and nowhere else in it');
     t.match(wrong[0], /TS2322: Type 'string' is not assignable to type 'number'/);
     t.match(wrong[1], /TS2339: Property 'port' does not exist/);
+    t.match(wrong[2], /TS2322: Type '"port"' is not assignable to type '"greeting"'/, 'settings.onChange names keys of the schema');
     t.same(errors.filter((e) => !e.includes('typed-config/wrong.ts')), [], 'everything else compiles: the typed plugin and every SDK 1.0 plugin');
   });
 

@@ -1,7 +1,8 @@
 /**
  * The web client's entry point: sign-in, the layout (header navigation on a
  * desktop, a tab bar at phone width) and the route table. The player and
- * hls.js are loaded only when something is played, so the sign-in page stays small.
+ * hls.js are loaded only when something is played, and the administration
+ * dashboard only for administrators, so the first screen stays small.
  */
 import './styles.css';
 import { render } from 'preact';
@@ -10,6 +11,7 @@ import { getToken, onSignedOut, signOut } from './api.js';
 import { href, matchRoute, navigate, usePath } from './router.js';
 import { clearMe, loadMe, useMe } from './session.js';
 import { ErrorNote, Spinner, Toasts } from './ui.js';
+import type { Me } from './types.js';
 import { AccountView } from './views/account.js';
 import { ChannelsView } from './views/channels.js';
 import { GuideView } from './views/guide.js';
@@ -28,8 +30,37 @@ const NAV = [
   { path: '/account', label: 'Account', icon: '◉' },
 ];
 
-function route(path: string) {
-  let p: Record<string, string> | null;
+/** The styles of a chunk loaded later, named by the build in a <meta> of index.html; resolves once they apply. */
+function loadChunkCss(name: string): Promise<void> {
+  const href = document.querySelector<HTMLMetaElement>(`meta[name="antenna-css-${name}"]`)?.content;
+  if (!href || document.querySelector(`link[href="${href}"]`)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const link = Object.assign(document.createElement('link'), { rel: 'stylesheet', href });
+    link.onload = () => resolve();
+    link.onerror = () => { link.remove(); reject(new Error('The administration styles could not be loaded.')); };
+    document.head.append(link);
+  });
+}
+
+/** The dashboard's own chunk (script and styles), fetched the first time an administrator opens it. */
+let adminModule: Promise<typeof import('./views/admin/index.js')> | undefined;
+
+function AdminRoute({ screen }: { screen?: string }) {
+  const [mod, setMod] = useState<typeof import('./views/admin/index.js')>();
+  const [error, setError] = useState<Error>();
+  useEffect(() => {
+    (adminModule ??= Promise.all([import('./views/admin/index.js'), loadChunkCss('admin')]).then(([m]) => m))
+      .then(setMod, (err: Error) => { adminModule = undefined; setError(err); });
+  }, []);
+  if (error) return <ErrorNote error={error} />;
+  if (!mod) return <Spinner label="Loading administration" />;
+  return <mod.default screen={screen} />;
+}
+
+function route(path: string, me: Me | undefined) {
+  let p: Record<string, string> | null = null;
+  // Not an administrator: there is no such page (and its code never loads).
+  if (me?.admin && (path === '/admin' || (p = matchRoute('/admin/:screen', path)))) return <AdminRoute screen={p?.screen} />;
   if (path === '/' || path === '') return <HomeView />;
   if (matchRoute('/live', path)) return <ChannelsView />;
   if (matchRoute('/guide', path)) return <GuideView />;
@@ -47,13 +78,14 @@ function Shell({ path }: { path: string }) {
   const me = useMe();
   const section = '/' + (path.split(/[/?]/)[1] ?? '');
   const playing = path.startsWith('/watch/');
+  const nav = me?.admin ? [...NAV, { path: '/admin', label: 'Admin', icon: '⚙' }] : NAV;
   return (
     <div class={`shell${playing ? ' playing' : ''}`}>
       <a class="skip-link" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
       <header class="topbar">
         <a class="brand" href={href('/')} aria-label="Antenna home">Antenna</a>
         <nav class="nav" aria-label="Main">
-          {NAV.map((item) => (
+          {nav.map((item) => (
             <a key={item.path} href={href(item.path)} class={section === item.path ? 'active' : undefined}
               aria-current={section === item.path ? 'page' : undefined}>
               <span class="nav-icon" aria-hidden="true">{item.icon}</span><span class="nav-label">{item.label}</span>
@@ -65,7 +97,7 @@ function Shell({ path }: { path: string }) {
           <button type="button" class="button ghost small" onClick={() => { void signOut(); }}>Sign out</button>
         </div>
       </header>
-      <main id="main" tabIndex={-1}>{route(path)}</main>
+      <main id="main" tabIndex={-1}>{route(path, me)}</main>
     </div>
   );
 }

@@ -70,3 +70,24 @@ t.test('a change that cannot be written does not hold back the others', async (t
   t.ok(rows.some((r: { video_id: string; position: number }) => r.video_id === id.alpha && Number(r.position) === 20), "the other user's progress was written");
   t.ok(rows.some((r: { video_id: string }) => r.video_id === id.bravo), 'and the action itself');
 });
+
+t.test('a user removed by an administrator: what was queued for them is dropped, nothing fails', async (t) => {
+  const media = await makeMedia(t);
+  const host = await cwHost(media, { cw: { flushInterval: '1h' } });
+  t.teardown(() => host.close());
+  const id = await ids(host);
+  const goneId = await host.createUser('gone', 'gone-password');
+  await host.createUser('stays', 'stays-password');
+  const gone = client(host, await host.login('gone', 'gone-password'));
+  const stays = client(host, await host.login('stays', 'stays-password'));
+  await gone.progress(id.alpha, { position: 10, duration: 100 });
+  await stays.progress(id.alpha, { position: 20, duration: 100 });
+  t.equal((await host.inject({ method: 'DELETE', url: `/api/admin/users/${goneId}`, headers: host.authHeaders })).statusCode, 200);
+
+  t.equal((await stays.watched(id.bravo)).statusCode, 200, 'an explicit action flushes the queue');
+  const rows = await host.host.knex('continue_watching').select('user_id', 'video_id', 'position');
+  t.strictSame(rows.filter((r: { user_id: number }) => r.user_id === goneId), [], 'nothing of the removed user is written');
+  t.ok(rows.some((r: { video_id: string; position: number }) => r.video_id === id.alpha && Number(r.position) === 20), "the other user's progress is");
+  const errors = (await host.inject({ method: 'GET', url: '/api/admin/logs?level=error', headers: host.authHeaders })).json().entries;
+  t.strictSame(errors, [], 'no write failed');
+});
