@@ -86,7 +86,7 @@ export default definePlugin({
         const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
         });
-        watchRoutes(http, { auth, sessions, channels: live.channels, packagers: { hls, dash }, host, segmentSeconds });
+        watchRoutes(http, { auth, sessions, channels: live.channels, hls, dash, host });
 
         scheduler.handle(REFRESH_KIND, async (task) => {
           const { type, id } = task.payload as { type: 'tuner' | 'guide'; id: string };

@@ -8,7 +8,7 @@
  *       - the first media playlist listing a segment,
  *       - that segment answering 200 (first segment servable);
  *     beside plain ffmpeg run with exactly the server's arguments (taken from its
- *     "ffmpeg spawned" log line: m3u-tuner's input args, video copy, liveSegmenterArgs)
+ *     "ffmpeg spawned" log line: m3u-tuner's input args, video copy, the segmenter's output)
  *     on another upstream URL: spawn to its first video segment file renamed into
  *     place; and, when the server passes -analyzeduration, the same without it
  *     (ffmpeg's default probing).
