@@ -29,15 +29,19 @@ export const FFMPEG: string = require('@ffmpeg-installer/ffmpeg').path;
 const SOURCE_ARGS = sourceArgs();
 
 /**
- * The test source's encoder arguments: keyframes every second, or at the given times (seconds,
- * e.g. an irregular pattern of long GOPs as many IPTV sources have).
+ * The test source's encoder arguments: H.264 with keyframes every second, or at the given times
+ * (seconds, e.g. an irregular pattern of long GOPs as many IPTV sources have); or HEVC (320x180,
+ * keyframes every second), which browsers cannot play copied.
  */
-export function sourceArgs(options: { keyframes?: number[] } = {}): string[] {
+export function sourceArgs(options: { keyframes?: number[]; hevc?: boolean } = {}): string[] {
   const gop = options.keyframes ? ['-g', '1000', '-sc_threshold', '0', '-force_key_frames', options.keyframes.join(',')] : ['-g', '25'];
+  const video = options.hevc
+    ? ['-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'keyint=25:min-keyint=25:scenecut=0:log-level=error', '-pix_fmt', 'yuv420p']
+    : ['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', ...gop];
   return [
-    '-re', '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25',
+    '-re', '-f', 'lavfi', '-i', `testsrc2=size=${options.hevc ? '320x180' : '640x360'}:rate=25`,
     '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-    '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', ...gop,
+    ...video,
     '-c:a', 'aac',
   ];
 }

@@ -255,6 +255,7 @@ export class LiveSessions {
         session.mode = 'transcode';
       }
       const mode = session.mode;
+      const guessed = session.input.video;
       const fullProbe = this.fullProbe.has(session.channelId);
       // Wall-clock seconds, never behind where the previous run ended: see segmenterArgs.
       const offsetSeconds = Math.max(Math.floor(Date.now() / 1000), Math.ceil(session.timelineEnd));
@@ -322,6 +323,11 @@ export class LiveSessions {
         // waiting) and for the channel's next sessions.
         this.fullProbe.add(session.channelId);
         this.log.info({ channel: session.channelId }, 'live: codecs not found within one segment; probing longer');
+        return this.runOnce(key, session, tuner, tunerChannel, signal);
+      }
+      if (mode === 'copy' && !produced && session.input.video !== guessed) {
+        // Copied on the guess that the video is H.264, which it was not: again at once, knowing it.
+        this.log.info({ channel: session.channelId, video: session.input.video }, 'live: the video is not what was guessed; copying it as it is');
         return this.runOnce(key, session, tuner, tunerChannel, signal);
       }
       throw new Error(summarize(result.stderrTail, result.code));

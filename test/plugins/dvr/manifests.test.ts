@@ -13,6 +13,7 @@ import { recordingPresentation } from '../../../plugins/dvr/manifests.js';
 import { gapsOf } from '../../../plugins/dvr/recorder.js';
 import { hlsPackager } from '../../../plugins/hls-packager/index.js';
 import { dashPackager } from '../../../plugins/dash-packager/index.js';
+import { checkHlsMaster, checkHlsMedia, checkMpd } from '../../helpers/manifest-validator.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const mpdParser: { parse(text: string, options: { manifestUri: string; NOW?: number }): any } = require('mpd-parser');
@@ -94,6 +95,8 @@ t.test('HLS: master, EVENT playlist while recording, VOD playlist joining parts 
   t.strictSame(vod.segments.map((s) => !!s.discontinuity), [false, false, false, true, false], 'the second part starts with a discontinuity');
   t.strictSame([...new Set(vod.segments.map((s) => s.map?.uri))], ['s/0/init-0.mp4', 's/1/init-0.mp4'], 'each part has its init segment');
   t.equal(vod.segments.reduce((n, s) => n + s.duration, 0), 10);
+  t.strictSame(checkHlsMaster(hlsMaster(parts)).problems, [], 'the manifest validator passes the master');
+  t.strictSame(checkHlsMedia(hlsMedia(parts, 'video', true)).problems, [], 'and the VOD playlist');
   const audio = HLS.parse(hlsMedia(parts, 'audio', true)) as HLS.types.MediaPlaylist;
   t.equal(audio.segments.length, 5);
   t.equal(audio.segments[0].uri, 's/0/1-00001.mp4');
@@ -107,6 +110,7 @@ t.test('DASH: a static MPD with one Period per part, a dynamic one while recordi
   const parts = [part(0, 1_700_000_000_000, 3, 256), part(1, 1_700_000_060_000, 2)];
   const text = dashMpd(parts, { complete: true, now: 1_700_000_100_000 });
   t.match(text, /type="static"/);
+  t.strictSame(checkMpd(text).problems, [], 'the manifest validator passes it');
   t.match(text, /mediaPresentationDuration="PT10\.000S"/, 'the parts joined: 6 s + 4 s');
   t.equal((text.match(/<Period /g) ?? []).length, 2);
   t.match(text, /presentationTimeOffset="256"/, 'each Period starts at its first media time');
@@ -121,6 +125,7 @@ t.test('DASH: a static MPD with one Period per part, a dynamic one while recordi
 
   const live = dashMpd(parts, { complete: false, now: 1_700_000_100_000 });
   t.match(live, /type="dynamic"/);
+  t.strictSame(checkMpd(live).problems, [], 'the manifest validator passes the dynamic one');
   t.match(live, /availabilityStartTime="2023-11-14T22:13:20.000Z"/, 'available from the first part on');
   t.notMatch(live, /timeShiftBufferDepth/, 'the whole recording stays available');
   t.match(live, /<Period id="1" start="PT60\.000S">/, 'a later part starts when it began, open-ended');

@@ -5,14 +5,15 @@
  * CODECS against the init segments, BANDWIDTH against the measured peak,
  * CHANNELS, FRAME-RATE, EXT-X-INDEPENDENT-SEGMENTS, an MPD GStreamer
  * recognises); reloads that never change the target duration, with audio and
- * video aligned; a copied source with long, irregular GOPs; and the segment
+ * video aligned; a copied source with long, irregular GOPs; a switch from
+ * copying HEVC to transcoding when a viewer cannot decode it; and the segment
  * events a holder (the DVR) gets.
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { coreServices, definePlugin, liveTvService, type LiveSegment, type LiveTvAccess } from '../../../sdk/index.js';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
-import { checkHlsMaster, checkHlsMedia, PlaylistHistory, validateDash, validateHls, type MediaPlaylistInfo } from '../../helpers/manifest-validator.js';
+import { checkHlsMaster, checkHlsMedia, PlaylistHistory, validateDash, validateHls, type Fetcher, type MediaPlaylistInfo } from '../../helpers/manifest-validator.js';
 import { killGroup, sourceArgs, startUpstream, type Upstream } from '../../helpers/upstream.js';
 import { playerPids } from '../../helpers/player.js';
 import { channels, m3u, tempDir, write } from './fixtures.js';
@@ -29,11 +30,13 @@ t.test('live manifests', async (t) => {
     for (const pid of playerPids) killGroup(pid);
   });
   upstream.encode('/live/gops.ts', sourceArgs({ keyframes: IRREGULAR }));
+  upstream.encode('/live/hevc.ts', sourceArgs({ hevc: true }));
   const dir = await tempDir(t);
   const list = await write(dir, 'tv.m3u', m3u([
     { name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` },
     { name: 'Gops', tvgId: 'gops', chno: '2', url: `${upstream.base}/live/gops.ts` },
     { name: 'Held', tvgId: 'held', chno: '3', url: `${upstream.base}/live/held.ts` },
+    { name: 'Hevc', tvgId: 'hevc', chno: '4', url: `${upstream.base}/live/hevc.ts` },
   ]));
   let access: LiveTvAccess | undefined;
   const holder = definePlugin({
@@ -123,6 +126,42 @@ t.test('live manifests', async (t) => {
     for (const h of history) t.strictSame(h.problems, [], 'target duration constant across reloads');
     const dash = await validateDash(mpd(cid));
     t.strictSame(dash.problems, [], 'its MPD passes the validator');
+  });
+
+  t.test('copying HEVC, then a viewer who cannot decode it: transcoding, and no playlist ever shrinks', async (t) => {
+    const cid = id('Hevc');
+    // A player that decodes HEVC: copy mode.
+    const hevcPlayer: Fetcher = async (url) => {
+      const res = await fetch(url, { headers: { 'Device-Codecs': 'hevc,h264' } });
+      return { status: res.status, body: Buffer.from(await res.arrayBuffer()) };
+    };
+    const first = await validateHls(master(cid), { fetch: hevcPlayer });
+    // Known gap: ffmpeg 4.1's segmenter says a bare "hvc1" (profile, tier and level need the hvcC box read).
+    const known = (p: string) => /CODECS entry hvc1 not checked|hold hevc, which CODECS does not declare/.test(p);
+    t.strictSame(first.problems.filter((p) => !known(p)), [], 'copied HEVC passes the validator (but for its bare codec string)');
+    t.match(first.master.variants[0].codecs, /^hvc1(\.|,)/, 'CODECS hvc1 (copied)');
+    const videoUri = first.master.variants[0].uri;
+    // That player keeps reloading its video playlist while another viewer arrives.
+    const history = new PlaylistHistory();
+    const problems: string[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const checked = checkHlsMedia(await (await fetch(new URL(videoUri, host.url))).text());
+        problems.push(...checked.problems);
+        if (checked.playlist) history.add(checked.playlist);
+        await sleep(500);
+      }
+    })();
+    // A browser: H.264 only. Its first answer comes once the transcoded stream can start.
+    const second = await validateHls(master(cid));
+    polling = false;
+    await poller;
+    t.strictSame(second.problems, [], "the H.264 viewer's presentation passes the validator");
+    t.match(second.master.variants[0].codecs, /^avc1\.[0-9a-f]{6},mp4a\.40\.2$/, 'CODECS avc1 (transcoded)');
+    t.ok([...second.playlists.values()].every((p) => p.discontinuitySequence >= 1), 'only the transcoded periods are listed for it');
+    t.strictSame(problems, [], "the HEVC player's playlist stayed valid throughout (never below three target durations)");
+    t.strictSame(history.problems, [], 'its target duration never changed');
   });
 
   t.test('a holder gets each finished segment: kept ones first, then new ones, every representation per number', async (t) => {
