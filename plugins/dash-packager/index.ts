@@ -38,8 +38,10 @@ export const dashPackager: DashPackager = {
         `availabilityStartTime="${iso(presentation.availabilityStart ?? now)}"`,
         `publishTime="${iso(now)}"`,
         `minimumUpdatePeriod="${seconds(targetDuration)}"`,
-        // Three target durations behind the live edge, as HLS players start: closer, dash.js stalls at the edge.
-        `suggestedPresentationDelay="${seconds(3 * targetDuration)}"`,
+        // About three target durations behind the live edge, as HLS players start (closer, dash.js stalls
+        // at the edge), less a second: a live presentation holds three target durations from its first
+        // answer on, and a player that starts exactly that far back (GStreamer) must land inside it.
+        `suggestedPresentationDelay="${seconds(3 * targetDuration - 1)}"`,
       );
       if (type === 'live' && presentation.windowSeconds) attrs.push(`timeShiftBufferDepth="${seconds(presentation.windowSeconds)}"`);
     }

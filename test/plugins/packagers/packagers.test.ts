@@ -58,7 +58,7 @@ t.test('DASH: a dynamic MPD with two Periods; a static one once complete', async
   const schema = await checkMpdSchema(text);
   for (const note of schema.notes) t.comment(note);
   t.strictSame(schema.problems, [], 'nor the schema, when it is at hand');
-  t.match(text, /availabilityStartTime="2026-01-01T12:00:00\.000Z" publishTime="2026-01-01T12:01:00\.000Z" minimumUpdatePeriod="PT2\.000S" suggestedPresentationDelay="PT6\.000S" timeShiftBufferDepth="PT30\.000S"/);
+  t.match(text, /availabilityStartTime="2026-01-01T12:00:00\.000Z" publishTime="2026-01-01T12:01:00\.000Z" minimumUpdatePeriod="PT2\.000S" suggestedPresentationDelay="PT5\.000S" timeShiftBufferDepth="PT30\.000S"/);
   t.match(text, /<Period id="2" start="PT20\.000S" duration="PT10\.000S">/, 'a Period ends where the next begins');
   t.match(text, /<Period id="3" start="PT30\.000S">/, 'the last one is open');
   t.match(text, /timescale="12800" presentationTimeOffset="128000"/, 'presentationTimeOffset: the media time the Period starts at');
