@@ -25,7 +25,7 @@ const configSchema = Type.Object({
   idleTimeout: Duration({ default: '60s' }),
   /** Length of live segments (seconds). */
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
-  /** How long a first request waits for a channel to start before answering 503. */
+  /** How long a first request waits for a channel to start (or, once it produces, for its next segment) before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
   /** A channel its playlist no longer lists gets its id and favorites back if it returns within this time (a favorited one, whenever it does). */
   keepHiddenChannels: Duration({ default: '30d' }),

@@ -163,11 +163,17 @@ export class LiveSessions {
    */
   private async whenPlayable(job: Job<LiveSession>, caps: ClientCaps): Promise<void> {
     const keepAlive = setInterval(() => job.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
-    const deadline = Date.now() + this.options.readyTimeoutMs;
+    let deadline = Date.now() + this.options.readyTimeoutMs;
+    let progress = job.data.timeline.sequence;
     try {
       for (;;) {
         const session = job.data;
         if (session.timeline.playable() && decodable(session, caps)) return;
+        // A stream that keeps producing segments has started: long GOPs make the start rule take a while.
+        if (session.timeline.sequence !== progress) {
+          progress = session.timeline.sequence;
+          deadline = Date.now() + this.options.readyTimeoutMs;
+        }
         if (session.failure || job.state !== 'running') {
           throw errors.badGateway(`Stream failed: ${session.failure ?? session.lastError ?? job.error ?? 'the stream did not start'}`, 5);
         }
