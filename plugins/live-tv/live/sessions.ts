@@ -177,11 +177,12 @@ export class LiveSessions {
         if (session.failure || job.state !== 'running') {
           throw errors.badGateway(`Stream failed: ${session.failure ?? session.lastError ?? job.error ?? 'the stream did not start'}`, 5);
         }
+        let timer: NodeJS.Timeout | undefined;
         const outcome = await Promise.race([
           session.timeline.changed().then(() => 'changed' as const),
           job.done.then(() => 'ended' as const),
-          new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())).unref()),
-        ]);
+          new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())); }),
+        ]).finally(() => clearTimeout(timer));
         if (outcome === 'timeout') {
           const why = session.lastError ?? job.error ?? 'the stream did not start';
           throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);

@@ -313,11 +313,12 @@ export class LiveTimeline {
 
   /** Removes the files of segments that left the window and were announced long enough ago; runs left empty go. */
   private async slide(now: number): Promise<void> {
-    const first = this.firstListed(this.listedRuns(), this.windowSeconds());
+    const listed = this.listedRuns();
+    const first = this.firstListed(listed, this.windowSeconds());
     for (const run of [...this.runs]) {
       for (const rep of run.reps) {
         const list = run.segments.get(rep.id)!;
-        while (list.length && (list[0].sequence < first || !this.listedRuns().includes(run)) && now - list[0].announcedAt >= KEEP_ANNOUNCED_MS) {
+        while (list.length && (list[0].sequence < first || !listed.includes(run)) && now - list[0].announcedAt >= KEEP_ANNOUNCED_MS) {
           const gone = list.shift()!;
           run.files.delete(path.basename(gone.file));
           await unlink(gone.file).catch(() => {});
