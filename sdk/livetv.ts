@@ -3,6 +3,7 @@
  * examples/tuner-test-pattern) adds tuners, a guide plugin (xmltv-guide) adds guide
  * sources. Modelled on Jellyfin's ITunerHost and IListingsProvider.
  */
+import type { MediaRepresentation } from './media.js';
 import { createExtensionPoint, createServiceRef } from './refs.js';
 
 /** One channel as a tuner lists it. */
@@ -178,18 +179,46 @@ export interface LiveProgramme {
   stop: number;
 }
 
+/**
+ * A representation of a live session's run: `id` is 'video' or 'audio' in every run, and
+ * `bandwidth` the peak bit rate of the session's segments so far, with a margin.
+ */
+export type LiveRepresentation = MediaRepresentation;
+
+/**
+ * A finished segment of a live session, as the session announces it to its
+ * holders. Segments of one run share a timeline and init segments; a new run
+ * (ffmpeg restarted, the upstream dropped, codecs switched) starts a new one.
+ * The files stay at their paths for at least a minute after the announcement:
+ * link or copy them at once.
+ */
+export interface LiveSegment {
+  /** The run it belongs to; grows with every restart of the session. */
+  run: number;
+  representation: LiveRepresentation;
+  /** Absolute path of the run's init segment for this representation. */
+  initPath: string;
+  /** Absolute path of the media segment. */
+  path: string;
+  /** Its number in the session: consecutive and never reused; the same number in every representation covers the same stretch. */
+  sequence: number;
+  /** Media time and duration, in the representation's timescale (the times inside the file). */
+  start: number;
+  duration: number;
+  /** The wall-clock time its start stands for (ms since epoch). */
+  wallClock: number;
+  /** The session's target duration (seconds): every segment's duration, rounded, is at most this. */
+  targetDuration: number;
+}
+
 /** A channel's live session kept running by a holder until release(). */
 export interface LiveHold {
   /**
-   * Where the session's current run writes: ffmpeg's CMAF segmenter output, a
-   * `manifest.mpd` listing the finished segments, with its init and media
-   * segments beside it. `run` changes when the session restarts (ffmpeg died,
-   * the upstream dropped, a switch to transcoding): a new run has new init
-   * segments and its own timeline. Segments leave the directory a few dozen
-   * seconds after they are listed: copy or link them as they come.
-   * Undefined until the first run has started.
+   * Calls `listener` with every finished segment of every representation: first the ones the
+   * session still keeps (oldest first), then each new one as it finishes. Returns a function that
+   * stops the calls. A listener must not throw.
    */
-  current(): { run: string; dir: string } | undefined;
+  onSegment(listener: (segment: LiveSegment) => void): () => void;
   /** Why the session is not producing right now (upstream failure), if it is not. */
   lastError(): string | undefined;
   /** Settles when the session has ended (shutdown, stopped): hold again to go on. */

@@ -61,7 +61,7 @@ export default definePlugin({
         items.libraryId = await vod.addLibrary({ name: 'Recordings', source: items });
         dvr.onPlay((user, rec) => catalog.reportPlay(user, toCatalogItem(rec, items.libraryId)));
         recordingRoutes(http, { auth, dvr });
-        watchRoutes(http, { auth, dvr, recorder, packagers: { hls, dash }, host, now });
+        watchRoutes(http, { auth, dvr, recorder, hls, dash, host, now });
         scheduler.handle(START_TASK_KIND, (task) => dvr.startDue(Number((task.payload as { id: unknown }).id)));
 
         lifecycle.onStart(async () => {

@@ -8,7 +8,21 @@
  */
 import { mkdir, open, readdir, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { RepInfo } from './live-mpd.js';
+
+/** A representation of a part, as its part.json keeps it. */
+export interface RepInfo {
+  id: string;
+  contentType: 'video' | 'audio' | 'text';
+  mimeType: string;
+  codecs: string;
+  bandwidth: number;
+  width?: number;
+  height?: number;
+  frameRate?: string;
+  sampleRate?: number;
+  channels?: number;
+  timescale: number;
+}
 
 export interface Segment {
   /** 1, 2, … within the part and representation: the file `<rep>-<index padded to 5>.mp4`. */
@@ -27,6 +41,8 @@ export interface Part {
   segments: Map<string, Segment[]>;
   /** Bytes of its init and media segments. */
   bytes: number;
+  /** The live session's target duration when it was recorded (seconds); absent in parts of older versions. */
+  targetDuration?: number;
 }
 
 export const partDir = (dir: string, index: number) => path.join(dir, `p${index}`);
@@ -56,12 +72,12 @@ export function recordedSeconds(parts: readonly Part[]): number {
  * their bytes), then its description; a crash before the description leaves a part that
  * readParts skips.
  */
-export async function createPart(dir: string, index: number, startedAt: number, reps: RepInfo[], addInits: (at: string) => Promise<number>): Promise<PartWriter> {
+export async function createPart(dir: string, index: number, startedAt: number, reps: RepInfo[], addInits: (at: string) => Promise<number>, targetDuration?: number): Promise<PartWriter> {
   const at = partDir(dir, index);
   await mkdir(at, { recursive: true, mode: 0o700 });
   const initBytes = await addInits(at);
-  await writeFile(path.join(at, 'part.json'), JSON.stringify({ startedAt, reps, initBytes }));
-  const part: Part = { index, startedAt, reps, segments: new Map(reps.map((r) => [r.id, []])), bytes: initBytes };
+  await writeFile(path.join(at, 'part.json'), JSON.stringify({ startedAt, reps, initBytes, targetDuration }));
+  const part: Part = { index, startedAt, reps, segments: new Map(reps.map((r) => [r.id, []])), bytes: initBytes, targetDuration };
   return new PartWriter(part, await open(path.join(at, 'segments.tsv'), 'a'));
 }
 
@@ -87,14 +103,17 @@ export async function readParts(dir: string): Promise<Part[]> {
   const parts: Part[] = [];
   for (const index of indexes) {
     const at = partDir(dir, index);
-    let meta: { startedAt: number; reps: RepInfo[]; initBytes?: number };
+    let meta: { startedAt: number; reps: RepInfo[]; initBytes?: number; targetDuration?: number };
     try {
       meta = JSON.parse(await readFile(path.join(at, 'part.json'), 'utf8'));
       if (!Number.isFinite(meta.startedAt) || !Array.isArray(meta.reps)) continue;
     } catch {
       continue;
     }
-    const part: Part = { index, startedAt: meta.startedAt, reps: meta.reps, segments: new Map(meta.reps.map((r) => [r.id, []])), bytes: Number(meta.initBytes) || 0 };
+    const part: Part = {
+      index, startedAt: meta.startedAt, reps: meta.reps, segments: new Map(meta.reps.map((r) => [r.id, []])), bytes: Number(meta.initBytes) || 0,
+      targetDuration: Number.isFinite(meta.targetDuration) ? meta.targetDuration : undefined,
+    };
     const text = await readFile(path.join(at, 'segments.tsv'), 'utf8').catch(() => '');
     for (const line of text.split('\n')) {
       const f = line.split('\t');

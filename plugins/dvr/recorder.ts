@@ -1,8 +1,8 @@
 /**
  * A recording runs as a job of the core job manager (`dvr:<id>`, kind
  * `recording`): it holds the channel's live session (the job viewers use: one
- * ffmpeg, one upstream connection, one tuner slot) and copies each finished
- * segment of the session into the recording's current part, until the window
+ * ffmpeg, one upstream connection, one tuner slot) and links each segment the
+ * session announces into the recording's current part, until the window
  * (programme plus padding) is over.
  *
  * - A new run of the session (ffmpeg restarted, upstream dropped, codecs
@@ -15,19 +15,17 @@
  * - A full disk or an unwritable path fails it with the reason; what was
  *   recorded stays playable.
  */
-import { copyFile, link, mkdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import type { Job, JobContext, JobManager, LiveHold, LiveTvAccess, Logger } from 'antenna/sdk';
-import { shiftMediaTimes } from './fmp4.js';
-import { parseLiveMpd, templateFile, type LiveRep, type RepInfo } from './live-mpd.js';
+import type { Job, JobContext, JobManager, LiveHold, LiveSegment, LiveTvAccess, Logger } from 'antenna/sdk';
 import type { Gap, Recording } from './model.js';
-import { createPart, initFile, nextPartIndex, partDir, partSeconds, readParts, recordedSeconds, segmentFile, type Part, type PartWriter } from './parts.js';
+import { createPart, initFile, nextPartIndex, partDir, partSeconds, readParts, recordedSeconds, segmentFile, type Part, type PartWriter, type RepInfo } from './parts.js';
 import type { RecordingStore } from './store.js';
 
 export interface RecorderOptions {
   prePaddingMs: number;
   postPaddingMs: number;
-  /** How often the live session's manifest is read for new segments. */
+  /** How often the recording checks its window, its row and the disk while no segment comes. */
   pollMs: number;
   /** Below this much free space where recordings are written, a recording fails (disk full). */
   minFreeBytes: number;
@@ -86,28 +84,16 @@ export function gapsOf(parts: readonly Part[], from: number, to: number, complet
   return gaps;
 }
 
-/** What one run of the live session has given so far. */
+/** What one run of the live session has given the current part so far. */
 interface RunState {
-  id: string;
-  dir: string;
-  /** The last live segment number taken (or passed over) per representation. */
-  taken: Map<string, number>;
+  run: number;
+  /** Representations of the run. */
+  reps: number;
+  writer?: PartWriter;
   /** Segments placed in the part per representation (the next file index - 1). */
   placed: Map<string, number>;
-  /** Added to the run's media times (per representation, in its timescale) so the part continues the previous one. */
-  shift: Map<string, number>;
-  writer?: PartWriter;
-  lastText?: string;
-  /**
-   * Per representation, the wall-clock time its media time stands for: taken when the run
-   * is first seen (its newest segment has just been finished). Later segments are dated
-   * from it, so a session that falls behind real time (an overloaded machine) is not
-   * mistaken for a shorter one.
-   */
-  anchors: Map<string, { wall: number; t: number }>;
-  /** Representations that have listed a segment beginning after the window: the end is recorded. */
+  /** Representations that have announced a segment beginning after the window: the end is recorded. */
   pastEnd: Set<string>;
-  reps: number;
 }
 
 export class Recorder {
@@ -218,8 +204,14 @@ export class Recorder {
     if (row) await this.store.update(state.id, this.progress(state));
   }
 
-  /** Copies the held session's segments until the window ends, the session ends or the job stops. */
+  /** Takes the held session's segments until the window ends, the session ends or the job stops. */
   private async follow(state: ActiveRecording, rec: Recording, hold: LiveHold, nextIndex: { value: number }, signal: AbortSignal): Promise<void> {
+    const queue: LiveSegment[] = [];
+    let arrived: (() => void) | undefined;
+    const stop = hold.onSegment((segment) => {
+      queue.push(segment);
+      arrived?.();
+    });
     let run: RunState | undefined;
     let ended = false;
     void hold.ended.then(() => { ended = true; });
@@ -233,14 +225,7 @@ export class Recorder {
           diskAt = now;
           await this.checkSpace(rec.dir);
         }
-        const current = hold.current();
-        if (run && current?.run !== run.id) {
-          await this.harvest(state, rec, run, nextIndex); // what the old run finished last
-          await run.writer?.close();
-          run = undefined;
-        }
-        if (current && !run) run = { id: current.run, dir: current.dir, taken: new Map(), placed: new Map(), shift: new Map(), anchors: new Map(), pastEnd: new Set(), reps: 0 };
-        if (run) await this.harvest(state, rec, run, nextIndex);
+        if (queue.length) run = await this.take(state, rec, queue.splice(0), run, nextIndex);
         if (signal.aborted || ended) return;
         // Past the window's end, the media up to it is waited for (a session behind real time
         // delivers it late), for TAIL_WAIT_MS at most.
@@ -256,9 +241,11 @@ export class Recorder {
           await this.store.update(state.id, this.progress(state));
         }
         if (!run?.writer) state.lastError = hold.lastError() ?? state.lastError;
-        await Promise.race([sleep(this.options.pollMs, signal), hold.ended]);
+        if (!queue.length) await Promise.race([new Promise<void>((r) => { arrived = r; }), sleep(this.options.pollMs, signal), hold.ended]);
+        arrived = undefined;
       }
     } finally {
+      stop();
       await run?.writer?.close();
     }
   }
@@ -270,95 +257,73 @@ export class Recorder {
     if (free < this.options.minFreeBytes) throw new DiskError(`disk full: ${Math.round(free / 2 ** 20)} MiB left at ${dir}`);
   }
 
-  /** Takes the run's newly listed segments that fall in the window into the current part. */
-  private async harvest(state: ActiveRecording, rec: Recording, run: RunState, nextIndex: { value: number }): Promise<void> {
-    const text = await readFile(path.join(run.dir, 'manifest.mpd'), 'utf8').catch(() => undefined);
-    if (text === undefined || text === run.lastText) return;
-    run.lastText = text;
-    const reps = parseLiveMpd(text).filter((r) => r.contentType !== 'text' && r.segments.length);
-    if (!reps.length) return;
-    const now = this.now();
-    run.reps = reps.length;
-    const pending: { rep: LiveRep; number: number; t: number; d: number; startedAt: number }[] = [];
-    for (const rep of reps) {
-      let anchor = run.anchors.get(rep.id);
-      if (!anchor) run.anchors.set(rep.id, (anchor = { wall: now, t: Math.max(...rep.segments.map((s) => s.t + s.d)) }));
-      const wallOf = (t: number) => anchor!.wall + ((t - anchor!.t) / rep.timescale) * 1000;
-      const taken = run.taken.get(rep.id) ?? 0;
-      for (const s of rep.segments) {
-        if (s.number <= taken) continue;
-        const startedAt = wallOf(s.t);
-        if (wallOf(s.t + s.d) <= state.from) { run.taken.set(rep.id, s.number); continue; } // before the window
-        if (startedAt >= state.to) { run.pastEnd.add(rep.id); break; } // after it
-        pending.push({ rep, number: s.number, t: s.t, d: s.d, startedAt });
+  /**
+   * Places announced segments that fall in the window into the current part; a new run of
+   * the session starts a new part. Segments of one number come together, every representation.
+   */
+  private async take(state: ActiveRecording, rec: Recording, batch: LiveSegment[], run: RunState | undefined, nextIndex: { value: number }): Promise<RunState | undefined> {
+    for (const segment of batch) {
+      const rep = segment.representation;
+      if (!run || segment.run !== run.run) {
+        await run?.writer?.close();
+        const reps = new Set(batch.filter((s) => s.run === segment.run && s.sequence === segment.sequence).map((s) => s.representation.id));
+        run = { run: segment.run, reps: reps.size, placed: new Map(), pastEnd: new Set() };
       }
-    }
-    if (!pending.length) return;
-    if (!run.writer) {
-      const main = reps.find((r) => r.contentType === 'video') ?? reps[0];
-      const startedAt = Math.round(Math.min(...pending.filter((p) => p.rep === main).map((p) => p.startedAt), ...pending.map((p) => p.startedAt)));
-      const index = nextIndex.value++;
-      const infos: RepInfo[] = reps.map(({ initialization: _i, media: _m, segments: _s, ...info }) => info);
-      // The part's timeline continues where the previous part ended: one shift (in seconds) for
-      // all its representations, which keeps their sync as the session had it.
-      const previous = state.parts[state.parts.length - 1];
-      if (previous) {
-        const end = Math.max(...previous.reps.map((r) => { const l = previous.segments.get(r.id)?.at(-1); return l ? (l.t + l.d) / r.timescale : 0; }));
-        const first = Math.min(...pending.map((p) => p.t / p.rep.timescale));
-        for (const rep of reps) run.shift.set(rep.id, Math.round((end - first) * rep.timescale));
-      }
+      if (segment.wallClock + (segment.duration / rep.timescale) * 1000 <= state.from) continue; // before the window
+      if (segment.wallClock >= state.to || run.pastEnd.has(rep.id)) { run.pastEnd.add(rep.id); continue; } // after it
+      if (!run.writer) run.writer = await this.newPart(state, rec, batch.filter((s) => s.run === segment.run && s.sequence === segment.sequence), nextIndex);
+      const index = (run.placed.get(rep.id) ?? 0) + 1;
+      const target = path.join(partDir(rec.dir, run.writer.part.index), segmentFile(rep.id, index));
       try {
-        run.writer = await createPart(rec.dir, index, startedAt, infos, async (at) => {
-          let bytes = 0;
-          for (const rep of reps) bytes += (await place(path.join(run.dir, templateFile(rep.initialization, rep.id)), path.join(at, initFile(rep.id)), true)) ?? 0;
-          return bytes;
-        });
-      } catch (err) {
-        throw diskError(err, `${partDir(rec.dir, index)}: ${(err as Error).message}`);
-      }
-      state.parts.push(run.writer.part);
-      if (state.parts.length > 1) this.log.info({ recording: rec.id, part: index }, 'recording continues in a new part');
-      await this.store.update(state.id, this.progress(state));
-    }
-    for (const p of pending) {
-      const index = (run.placed.get(p.rep.id) ?? 0) + 1;
-      const target = path.join(partDir(rec.dir, run.writer.part.index), segmentFile(p.rep.id, index));
-      const shift = run.shift.get(p.rep.id) ?? 0;
-      let bytes: number | undefined;
-      try {
-        bytes = await place(path.join(run.dir, templateFile(p.rep.media, p.rep.id, p.number)), target, false, shift);
-        if (bytes !== undefined) await run.writer.add(p.rep.id, { index, t: p.t + shift, d: p.d, bytes });
+        const bytes = await place(segment.path, target);
+        if (bytes === undefined) continue; // the session removed it already
+        await run.writer.add(rep.id, { index, t: segment.start, d: segment.duration, bytes });
       } catch (err) {
         throw diskError(err, `${target}: ${(err as Error).message}`);
       }
-      run.taken.set(p.rep.id, p.number);
-      if (bytes !== undefined) run.placed.set(p.rep.id, index);
+      run.placed.set(rep.id, index);
     }
+    return run;
+  }
+
+  /** A new part for a run of the session, beginning with these segments (one of each representation). */
+  private async newPart(state: ActiveRecording, rec: Recording, first: LiveSegment[], nextIndex: { value: number }): Promise<PartWriter> {
+    const index = nextIndex.value++;
+    const reps: RepInfo[] = first.map(({ representation: r }) => ({
+      id: r.id, contentType: r.kind, mimeType: `${r.kind}/mp4`, codecs: r.codecs, bandwidth: r.bandwidth, width: r.width, height: r.height,
+      frameRate: r.frameRate, sampleRate: r.sampleRate, channels: r.channels, timescale: r.timescale,
+    }));
+    const startedAt = Math.round(Math.min(...first.map((s) => s.wallClock)));
+    let writer: PartWriter;
+    try {
+      writer = await createPart(rec.dir, index, startedAt, reps, async (at) => {
+        let bytes = 0;
+        for (const s of first) bytes += (await place(s.initPath, path.join(at, initFile(s.representation.id)))) ?? 0;
+        return bytes;
+      }, Math.max(...first.map((s) => s.targetDuration)));
+    } catch (err) {
+      throw diskError(err, `${partDir(rec.dir, index)}: ${(err as Error).message}`);
+    }
+    state.parts.push(writer.part);
+    if (state.parts.length > 1) this.log.info({ recording: rec.id, part: index }, 'recording continues in a new part');
+    await this.store.update(state.id, this.progress(state));
+    return writer;
   }
 }
 
 /**
- * Puts a finished live file into the recording: a hard link (no copy; the session's
- * later removal of its name leaves ours), else a copy (another filesystem, or media times
- * to shift: the session's file is never changed). Returns its size, or undefined when the
- * file is gone already (the session's window moved on).
+ * Puts a live file into the recording: a hard link (no copy; the session's later removal
+ * of its name leaves ours), else a copy (another filesystem). Returns its size, or
+ * undefined when the file is gone already.
  */
-async function place(source: string, target: string, copy: boolean, shift = 0): Promise<number | undefined> {
+async function place(source: string, target: string): Promise<number | undefined> {
   try {
-    if (shift) {
-      const data = shiftMediaTimes(await readFile(source), shift);
-      await writeFile(target, data);
-      return data.length;
-    }
-    if (copy) await copyFile(source, target);
-    else {
-      try {
-        await link(source, target);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EXDEV' || code === 'EPERM' || code === 'EMLINK' || code === 'ENOTSUP') await copyFile(source, target);
-        else throw err;
-      }
+    try {
+      await link(source, target);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EXDEV' || code === 'EPERM' || code === 'EMLINK' || code === 'ENOTSUP') await copyFile(source, target);
+      else throw err;
     }
     return (await stat(target)).size;
   } catch (err) {

@@ -7,9 +7,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type Packager } from 'antenna/sdk';
+import { errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope } from 'antenna/sdk';
 import type { Dvr } from './dvr.js';
-import { dashMpd, hlsMaster, hlsMedia, segmentSecondsOf, type MediaKind } from './manifests.js';
+import { recordingPresentation } from './manifests.js';
 import type { Recording } from './model.js';
 import { partDir, readParts, type Part } from './parts.js';
 import type { Recorder } from './recorder.js';
@@ -23,8 +23,8 @@ const CACHED_RECORDINGS = 32;
 
 interface Media { rec: Recording; parts: Part[]; complete: boolean }
 
-export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; recorder: Recorder; packagers: Record<PackageFormat, Packager>; host: HostInfo; now: () => number }): void {
-  const { auth, dvr, recorder, packagers, host, now } = deps;
+export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; recorder: Recorder; hls: HlsPackager; dash: DashPackager; host: HostInfo; now: () => number }): void {
+  const { auth, dvr, recorder, hls, dash, host, now } = deps;
   const scope = (request: FastifyRequest) => `recording:${(request.params as { id: unknown }).id}`;
   const config = { auth: 'media' as const, mediaScope: scope };
   const keyFor = (user: AuthUser, id: number) => auth.signMediaKey(user, `recording:${id}`);
@@ -65,24 +65,23 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
     }
   }
 
-  const packager = (format: PackageFormat) => packagers[format];
-
   const send = (reply: FastifyReply, type: string, body: string, complete: boolean) =>
     reply.header('cache-control', complete ? 'private, max-age=10' : 'no-store').type(type).send(body);
 
-  async function master(request: FastifyRequest, reply: FastifyReply, format: PackageFormat) {
+  /** HLS URLs are absolute paths; DASH ones relative to master.mpd, as live does (ffmpeg 4.1's dash demuxer mishandles absolute-path templates). */
+  const presentation = (m: Media, link: (file: string) => string) => recordingPresentation(m.parts, { complete: m.complete, now: now(), link });
+
+  async function master(request: FastifyRequest, reply: FastifyReply, format: 'hls' | 'dash') {
     const user = auth.requireUser(request);
     const { id } = request.params as { id: number };
     const m = await media(id, true);
     dvr.played(user, m.rec);
     const key = keyFor(user, id);
-    const p = packager(format);
     if (format === 'hls') {
-      return send(reply, p.contentType, p.rewrite(hlsMaster(m.parts), (file) => `/watch/recording/${id}/${file}?key=${key}`), m.complete);
+      const body = hls.master(presentation(m, (file) => `/watch/recording/${id}/${file}?key=${key}`), (rep) => `/watch/recording/${id}/hls/${rep}.m3u8?key=${key}`);
+      return send(reply, hls.contentType, body, m.complete);
     }
-    // Relative to master.mpd, as live does (ffmpeg 4.1's dash demuxer mishandles absolute-path templates).
-    const mpd = dashMpd(m.parts, { complete: m.complete, now: now(), segmentSeconds: segmentSecondsOf(m.parts) });
-    return send(reply, p.contentType, p.rewrite(mpd, (file) => `${file}?key=${key}`), m.complete);
+    return send(reply, dash.contentType, dash.mpd(presentation(m, (file) => `${file}?key=${key}`)), m.complete);
   }
 
   http.get('/watch/recording/:id', {
@@ -126,9 +125,10 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
     const { id, playlist } = request.params as { id: number; playlist: string };
     const m = await media(id, false);
     const key = keyFor(user, id);
-    const p = packager('hls');
-    const text = hlsMedia(m.parts, playlist.replace('.m3u8', '') as MediaKind, m.complete);
-    return send(reply, p.contentType, p.rewrite(text, (file) => `/watch/recording/${id}/${file}?key=${key}`), m.complete);
+    const listed = presentation(m, (file) => `/watch/recording/${id}/${file}?key=${key}`);
+    const rep = playlist.replace('.m3u8', '');
+    if (!listed.periods.some((p) => p.representations.some((r) => r.id === rep))) throw errors.notFound(`Recording ${id} has no ${rep}`);
+    return send(reply, hls.contentType, hls.media(listed, rep), m.complete);
   });
 
   http.get('/watch/recording/:id/s/:part/:file', {

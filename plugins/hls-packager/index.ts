@@ -1,28 +1,105 @@
 /**
- * hls-packager: HLS master and media playlists over the segmenter's fMP4
- * segments. Rewrites every URI (media playlists, EXT-X-MAP, segments) through
- * the caller's link(), so players only ever see URLs with a signed key.
+ * hls-packager: HLS (RFC 8216) playlists for a presentation of fMP4 segments.
+ * The master names one media playlist per representation (video as the
+ * variant, audio as its rendition); a media playlist covers its representation
+ * across periods, each period after the first behind an EXT-X-DISCONTINUITY
+ * with its own EXT-X-MAP.
  */
-import { definePlugin, hlsPackagerService, type Packager } from 'antenna/sdk';
+import { definePlugin, hlsPackagerService, type HlsPackager, type Presentation, type PresentationRepresentation } from 'antenna/sdk';
 
-export const hlsPackager: Packager = {
-  format: 'hls',
+/** EXT-X-MAP outside I-frame playlists needs protocol version 6 (RFC 8216 §7). */
+const VERSION = 6;
+
+export const hlsPackager: HlsPackager = {
   contentType: 'application/vnd.apple.mpegurl',
-  entry: 'master.m3u8',
-  rewrite(manifest, link) {
-    return manifest.split(/\r?\n/).map((line) => {
-      if (!line) return line;
-      if (line.startsWith('#')) return line.replace(/URI="([^"]+)"/g, (_, uri: string) => `URI="${link(uri)}"`);
-      return link(line.trim());
-    }).join('\n');
+
+  master(presentation, playlistUrl) {
+    const last = presentation.periods[presentation.periods.length - 1];
+    const video = last?.representations.find((r) => r.kind === 'video');
+    const audio = last?.representations.find((r) => r.kind === 'audio');
+    const lines = ['#EXTM3U', `#EXT-X-VERSION:${VERSION}`, '#EXT-X-INDEPENDENT-SEGMENTS'];
+    if (video) {
+      const attrs = [`BANDWIDTH=${peakOf(presentation, video.id) + (audio ? peakOf(presentation, audio.id) : 0)}`];
+      attrs.push(`CODECS="${[video.codecs, audio?.codecs].filter(Boolean).join(',')}"`);
+      if (video.width && video.height) attrs.push(`RESOLUTION=${video.width}x${video.height}`);
+      const fps = frameRate(video.frameRate);
+      if (fps) attrs.push(`FRAME-RATE=${fps.toFixed(3)}`);
+      if (audio) {
+        lines.push(`#EXT-X-MEDIA:${audioAttributes(audio, playlistUrl(audio.id))}`);
+        attrs.push('AUDIO="audio"');
+      }
+      lines.push(`#EXT-X-STREAM-INF:${attrs.join(',')}`, playlistUrl(video.id));
+    } else if (audio) {
+      lines.push(`#EXT-X-STREAM-INF:BANDWIDTH=${peakOf(presentation, audio.id)},CODECS="${audio.codecs}"`, playlistUrl(audio.id));
+    }
+    return lines.join('\n') + '\n';
+  },
+
+  media(presentation, representationId) {
+    const body: string[] = [];
+    let discontinuitySequence: number | undefined;
+    for (const period of presentation.periods) {
+      const rep = period.representations.find((r) => r.id === representationId);
+      if (!rep?.segments.length) continue;
+      if (discontinuitySequence === undefined) discontinuitySequence = period.sequence;
+      else body.push('#EXT-X-DISCONTINUITY');
+      body.push(`#EXT-X-MAP:URI="${rep.init}"`);
+      rep.segments.forEach((s, i) => {
+        // A date on each period's first segment: players line renditions up by it across discontinuities.
+        if (i === 0 && presentation.availabilityStart !== undefined) {
+          const at = presentation.availabilityStart + (period.start + s.start / rep.timescale - period.mediaStart) * 1000;
+          body.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(Math.round(at)).toISOString()}`);
+        }
+        body.push(`#EXTINF:${(s.duration / rep.timescale).toFixed(6)},`, segmentUrl(rep.media, s.number));
+      });
+    }
+    const head = [
+      '#EXTM3U', `#EXT-X-VERSION:${VERSION}`, `#EXT-X-TARGETDURATION:${presentation.targetDuration}`,
+      `#EXT-X-MEDIA-SEQUENCE:${presentation.mediaSequence ?? 0}`,
+    ];
+    if (discontinuitySequence) head.push(`#EXT-X-DISCONTINUITY-SEQUENCE:${discontinuitySequence}`);
+    if (presentation.type !== 'live') head.push(`#EXT-X-PLAYLIST-TYPE:${presentation.type === 'vod' ? 'VOD' : 'EVENT'}`);
+    head.push('#EXT-X-INDEPENDENT-SEGMENTS');
+    return [...head, ...body, ...(presentation.type === 'vod' ? ['#EXT-X-ENDLIST'] : [])].join('\n') + '\n';
   },
 };
 
+/** The highest bandwidth a representation id has in any period listed. */
+function peakOf(presentation: Presentation, id: string): number {
+  let peak = 1;
+  for (const period of presentation.periods) for (const r of period.representations) if (r.id === id) peak = Math.max(peak, Math.ceil(r.bandwidth));
+  return peak;
+}
+
+function audioAttributes(audio: PresentationRepresentation, uri: string): string {
+  const attrs = ['TYPE=AUDIO', 'GROUP-ID="audio"', `NAME="${quoted(audio.name ?? 'Audio')}"`];
+  if (audio.language) attrs.push(`LANGUAGE="${quoted(audio.language)}"`);
+  attrs.push('DEFAULT=YES', 'AUTOSELECT=YES');
+  if (audio.channels) attrs.push(`CHANNELS="${audio.channels}"`);
+  attrs.push(`URI="${uri}"`);
+  return attrs.join(',');
+}
+
+/** A quoted-string may not hold a double quote or a line break (RFC 8216 §4.2). */
+const quoted = (text: string) => text.replace(/["\r\n]/g, '');
+
+function frameRate(rate: string | undefined): number | undefined {
+  if (!rate) return undefined;
+  const [num, den] = rate.split('/').map(Number);
+  const fps = den ? num / den : num;
+  return Number.isFinite(fps) && fps > 0 ? fps : undefined;
+}
+
+/** The media URL template with a segment's number in place of `$Number$` / `$Number%0Nd$`. */
+export function segmentUrl(template: string, number: number): string {
+  return template.replace(/\$Number(?:%0(\d+)d)?\$/g, (_, width: string | undefined) => String(number).padStart(width ? Number(width) : 0, '0'));
+}
+
 export default definePlugin({
   id: 'hls-packager',
-  version: '1.0.0',
+  version: '1.1.0',
   host: '^1.1',
-  description: 'HLS (fMP4) manifests for live, VOD and recordings',
+  description: 'HLS (fMP4) playlists for live TV and recordings',
   register(env) {
     env.registerInit({ deps: {}, provides: { packager: hlsPackagerService }, init: () => ({ packager: hlsPackager }) });
   },

@@ -26,7 +26,7 @@ const configSchema = Type.Object({
   idleTimeout: Duration({ default: '60s' }),
   /** Length of live segments (seconds). */
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
-  /** How long a first request waits for a channel to start before answering 503. */
+  /** How long a first request waits for a channel to start (or, once it produces, for its next segment) before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
   /** A channel its playlist no longer lists gets its id and favorites back if it returns within this time (a favorited one, whenever it does). */
   keepHiddenChannels: Duration({ default: '30d' }),
@@ -87,7 +87,7 @@ export default definePlugin({
         const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
         });
-        watchRoutes(http, { auth, sessions, channels: live.channels, packagers: { hls, dash }, host, segmentSeconds });
+        watchRoutes(http, { auth, sessions, channels: live.channels, hls, dash, host });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
         const taskId = (type: 'tuner' | 'guide', id: string) => `livetv:${type}:${id}`;

@@ -8,13 +8,15 @@
  *       - the first media playlist listing a segment,
  *       - that segment answering 200 (first segment servable);
  *     beside plain ffmpeg run with exactly the server's arguments (taken from its
- *     "ffmpeg spawned" log line: m3u-tuner's input args, video copy, liveSegmenterArgs)
+ *     "ffmpeg spawned" log line: m3u-tuner's input args, video copy, the segmenter's output)
  *     on another upstream URL: spawn to its first video segment file renamed into
  *     place; and, when the server passes -analyzeduration, the same without it
  *     (ffmpeg's default probing).
  *     5 runs each, alternating which goes first, a new channel (and upstream
  *     connection) every run; the session's ffmpeg must run in copy mode (from the
- *     server's "ffmpeg spawned" log line). Target: ours ≤ 1.3× plain (about 2.5 s).
+ *     server's "ffmpeg spawned" log line). The master is answered once three segments
+ *     exist (RFC 8216's start rule), so ours is about two segments behind plain
+ *     ffmpeg's first segment by design.
  *  2. 50 viewers of one channel for ~60 s: each polls its media playlists (video and
  *     audio) every second and downloads every new segment; gaps in sequence numbers,
  *     non-200s, the number of ffmpeg processes under the server, and the server's own

@@ -6,7 +6,9 @@
  *    response; the ffmpeg's process group is killed when the client goes away.
  *    `connections(path)` counts requests per path, `openConnections(path)` the
  *    ones still open, `peakConnections(path)` the most open at once;
- *    `fail(path, 404)` makes a path answer with that status instead.
+ *    `fail(path, 404)` makes a path answer with that status instead;
+ *    `encode(path, args)` serves that path from other encoder arguments
+ *    (`sourceArgs({ keyframes })` builds them).
  *  - `/hls/index.m3u8` (after `startHls()`): one ffmpeg writing a live HLS
  *    playlist of 1 s segments into a temp dir, served from there.
  *  - `close()` kills every ffmpeg it started (process groups), closes the server
@@ -24,12 +26,25 @@ import path from 'node:path';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const FFMPEG: string = require('@ffmpeg-installer/ffmpeg').path;
 
-const SOURCE_ARGS = [
-  '-re', '-f', 'lavfi', '-i', 'testsrc2=size=640x360:rate=25',
-  '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-  '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', '-g', '25',
-  '-c:a', 'aac',
-];
+const SOURCE_ARGS = sourceArgs();
+
+/**
+ * The test source's encoder arguments: H.264 with keyframes every second, or at the given times
+ * (seconds, e.g. an irregular pattern of long GOPs as many IPTV sources have); or HEVC (320x180,
+ * keyframes every second), which browsers cannot play copied.
+ */
+export function sourceArgs(options: { keyframes?: number[]; hevc?: boolean } = {}): string[] {
+  const gop = options.keyframes ? ['-g', '1000', '-sc_threshold', '0', '-force_key_frames', options.keyframes.join(',')] : ['-g', '25'];
+  const video = options.hevc
+    ? ['-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'keyint=25:min-keyint=25:scenecut=0:log-level=error', '-pix_fmt', 'yuv420p']
+    : ['-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', ...gop];
+  return [
+    '-re', '-f', 'lavfi', '-i', `testsrc2=size=${options.hevc ? '320x180' : '640x360'}:rate=25`,
+    '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
+    ...video,
+    '-c:a', 'aac',
+  ];
+}
 
 export interface Upstream {
   base: string;
@@ -42,6 +57,8 @@ export interface Upstream {
   peakConnections(urlPath: string): number;
   /** Answer `status` for this path from now on (undefined: serve normally again). */
   fail(urlPath: string, status: number | undefined): void;
+  /** Serve this /live/ path from these encoder arguments (see sourceArgs). */
+  encode(urlPath: string, args: string[]): void;
   /** Starts the HLS upstream (once) and resolves when its playlist has two segments. */
   startHls(): Promise<void>;
   /** Pids of the ffmpeg processes this upstream started that have not exited. */
@@ -74,6 +91,7 @@ export async function startUpstream(): Promise<Upstream> {
   const open = new Map<string, number>();
   const peak = new Map<string, number>();
   const failures = new Map<string, number>();
+  const encoders = new Map<string, string[]>();
   const hlsDir = await mkdtemp(path.join(os.tmpdir(), 'antenna-upstream-hls-'));
   let hls: Proc | undefined;
   let closed = false;
@@ -112,7 +130,7 @@ export async function startUpstream(): Promise<Upstream> {
       if (closed) { res.writeHead(503).end(); return; }
       const now = bump(open, urlPath, 1);
       if (now > (peak.get(urlPath) ?? 0)) peak.set(urlPath, now);
-      const proc = run([...SOURCE_ARGS, '-f', 'mpegts', 'pipe:1'], { stdout: 'pipe' });
+      const proc = run([...(encoders.get(urlPath) ?? SOURCE_ARGS), '-f', 'mpegts', 'pipe:1'], { stdout: 'pipe' });
       let ended = false;
       const end = () => {
         if (ended) return;
@@ -174,6 +192,7 @@ export async function startUpstream(): Promise<Upstream> {
     openConnections: (p) => open.get(p) ?? 0,
     peakConnections: (p) => peak.get(p) ?? 0,
     fail: (p, status) => { if (status === undefined) failures.delete(p); else failures.set(p, status); },
+    encode: (p, args) => { encoders.set(p, args); },
     startHls,
     alivePids: () => [...procs].filter((p) => p.alive && p.child.pid).map((p) => p.child.pid!),
     async close() {

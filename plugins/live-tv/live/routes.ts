@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
-import { errors, isDashOnly, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type PackageFormat, type Packager } from 'antenna/sdk';
+import {
+  errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope,
+} from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
@@ -14,20 +14,22 @@ const FileParams = Type.Object({
   attempt: Type.Integer({ minimum: 0, maximum: 100_000 }),
   file: Type.String({ pattern: '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,100}$' }),
 });
-const SEGMENT_WAIT_POLL_MS = 100;
-/** A media playlist is re-read at most this often, however many viewers poll it. */
-const PLAYLIST_MAX_AGE_MS = 250;
 
+/**
+ * The manifests are written from the session's own segment list (its timeline)
+ * by the packagers, every URL carrying a key scoped to the channel. Media
+ * playlists live at `s/<run>/<rendition>.m3u8` and always answer the current
+ * list, whatever run the URL names (a player keeps the URL it got across restarts).
+ */
 export function watchRoutes(http: HttpScope, deps: {
-  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; packagers: Record<PackageFormat, Packager>; host: HostInfo; segmentSeconds: number;
+  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; hls: HlsPackager; dash: DashPackager; host: HostInfo;
 }): void {
-  const { auth, sessions, channels, packagers, host, segmentSeconds } = deps;
+  const { auth, sessions, channels, hls, dash, host } = deps;
   const mediaScope = (request: FastifyRequest) => `live:${(request.params as { channel_id: unknown }).channel_id}`;
   const config = { auth: 'media' as const, mediaScope };
 
   const keyFor = (user: AuthUser, channelId: number) => auth.signMediaKey(user, `live:${channelId}`);
   const files = new FileCache();
-  const playlistText = (file: string) => files.get(file, PLAYLIST_MAX_AGE_MS).then((data) => data?.toString('utf8'));
 
   async function openSession(request: FastifyRequest, channelId: number): Promise<{ session: LiveSession; key: string }> {
     const user = auth.requireUser(request);
@@ -37,25 +39,13 @@ export function watchRoutes(http: HttpScope, deps: {
     return { session, key: keyFor(user, channelId) };
   }
 
-  async function manifest(format: PackageFormat, session: LiveSession, key: string): Promise<{ body: string; type: string }> {
-    const packager = packagers[format];
-    let attempt = session.attempt;
-    let text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8').catch(() => undefined);
-    if (text === undefined) {
-      // The run restarted (a crash, or a switch to transcoding) since it was ready: wait for the new one.
-      await sessions.ready(session.channelId);
-      attempt = session.attempt;
-      text = await readFile(path.join(session.dir, String(attempt), packager.entry), 'utf8').catch(() => undefined);
-      if (text === undefined) throw errors.unavailable('The stream is restarting; try again', 2);
-    }
-    // DASH URLs are relative to the MPD (/watch/live/<id>/master.mpd): some players (ffmpeg 4.1's
-    // dash demuxer among them) mishandle absolute-path templates.
-    const link = format === 'dash'
-      ? (file: string) => `s/${attempt}/${file}?key=${key}`
-      : (file: string) => `/watch/live/${session.channelId}/s/${attempt}/${file}?key=${key}`;
-    const body = packager.rewrite(text, link);
-    return { body, type: packager.contentType };
-  }
+  /** HLS URLs are absolute paths; DASH ones relative to the MPD (/watch/live/<id>/master.mpd), which ffmpeg 4.1's dash demuxer needs. */
+  const presentation = (session: LiveSession, key: string, base: string) => session.timeline.presentation({
+    init: (run, rep) => `${base}s/${run}/init-${rep}.mp4?key=${key}`,
+    media: (run, rep) => `${base}s/${run}/${rep}-$Number$.m4s?key=${key}`,
+  });
+  const hlsBase = (channelId: number) => `/watch/live/${channelId}/`;
+  const playlistUrl = (session: LiveSession, key: string) => (rep: string) => `${hlsBase(session.channelId)}s/${Math.max(0, session.run)}/${rep}.m3u8?key=${key}`;
 
   http.get('/watch/live/:channel_id', {
     config,
@@ -73,8 +63,8 @@ export function watchRoutes(http: HttpScope, deps: {
       return reply.redirect(`/watch/live/${channel_id}/master.mpd?key=${keyFor(user, channel_id)}`, 302);
     }
     const { session, key } = await openSession(request, channel_id);
-    const { body, type } = await manifest('hls', session, key);
-    return reply.header('cache-control', 'no-store').type(type).send(body);
+    const body = hls.master(presentation(session, key, hlsBase(channel_id)), playlistUrl(session, key));
+    return reply.header('cache-control', 'no-store').type(hls.contentType).send(body);
   });
 
   http.get('/watch/live/:channel_id/master.mpd', {
@@ -87,8 +77,7 @@ export function watchRoutes(http: HttpScope, deps: {
   }, async (request, reply) => {
     const { channel_id } = request.params as { channel_id: number };
     const { session, key } = await openSession(request, channel_id);
-    const { body, type } = await manifest('dash', session, key);
-    return reply.header('cache-control', 'no-store').type(type).send(body);
+    return reply.header('cache-control', 'no-store').type(dash.contentType).send(dash.mpd(presentation(session, key, '')));
   });
 
   http.get('/watch/live/:channel_id/s/:attempt/:file', {
@@ -101,66 +90,17 @@ export function watchRoutes(http: HttpScope, deps: {
   }, async (request, reply) => {
     const { channel_id, attempt, file } = request.params as { channel_id: number; attempt: number; file: string };
     const session = sessions.touch(channel_id);
-    if (!session || attempt > session.attempt) throw errors.notFound('This stream is not running; request the channel again');
-    const target = path.join(session.dir, String(attempt), file);
-    if (path.dirname(target) !== path.join(session.dir, String(attempt))) throw errors.badRequest('bad file name');
-    if (file.endsWith('.m3u8')) {
-      // Always the current run's playlist: after a restart a player keeps polling the URL it has
-      // and finds the new run's segments, numbered on from the old ones.
-      let current = session.attempt;
-      let text = await playlistText(path.join(session.dir, String(current), file));
-      if (text === undefined && current > 0) {
-        // A restarted run has not written its playlist yet: wait for it rather than answer 404,
-        // which makes players give up; if it does not come, the last run's playlist still plays.
-        await sessions.ready(channel_id).catch(() => undefined);
-        current = session.attempt;
-        text = await playlistText(path.join(session.dir, String(current), file))
-          ?? await playlistText(path.join(session.dir, String(current - 1), file)).then((t) => { if (t !== undefined) current -= 1; return t; });
-      }
-      if (text === undefined) throw errors.notFound('No such playlist');
+    if (!session || attempt > session.run) throw errors.notFound('This stream is not running; request the channel again');
+    const playlist = /^(video|audio)\.m3u8$/.exec(file);
+    if (playlist) {
       const key = keyFor(auth.requireUser(request), channel_id);
-      const body = continuePlaylist(packagers.hls.rewrite(text, (f) => `/watch/live/${channel_id}/s/${current}/${f}?key=${key}`), session, current);
-      return reply.header('cache-control', 'no-store').type('application/vnd.apple.mpegurl').send(body);
+      const listed = presentation(session, key, hlsBase(channel_id));
+      if (!listed.periods.some((p) => p.representations.some((r) => r.id === playlist[1]))) throw errors.notFound('No such playlist');
+      return reply.header('cache-control', 'no-store').type(hls.contentType).send(hls.media(listed, playlist[1]));
     }
-    if (!/\.(mp4|m4s)$/.test(file)) throw errors.notFound('No such segment');
-    // A segment listed a moment ago may still be being renamed into place: wait a little, never long.
-    const deadline = Date.now() + segmentSeconds * 2000;
-    let data = await files.get(target);
-    while (data === undefined && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, SEGMENT_WAIT_POLL_MS));
-      data = await files.get(target);
-    }
-    if (data === undefined) throw errors.notFound('No such segment');
-    return reply
-      .header('cache-control', 'private, max-age=60')
-      .type(/-stream1|audio/.test(file) ? 'audio/mp4' : 'video/mp4')
-      .send(data);
+    const found = session.timeline.file(attempt, file);
+    const data = found && (await files.get(found.path));
+    if (!found || !data) throw errors.notFound('No such segment');
+    return reply.header('cache-control', 'private, max-age=60').type(`${found.kind}/mp4`).send(data);
   });
-}
-
-/**
- * A media playlist of a restarted run continues the earlier ones: sequence
- * numbers keep growing and the first segment of the new run is marked as a
- * discontinuity, so players carry on instead of stalling.
- */
-function continuePlaylist(text: string, session: LiveSession, attempt: number): string {
-  if (attempt === 0 || attempt !== session.attempt) return text;
-  const lines = text.split('\n');
-  let firstIsNew = false;
-  const out: string[] = [];
-  for (const line of lines) {
-    const seq = /^#EXT-X-MEDIA-SEQUENCE:(\d+)/.exec(line);
-    if (seq) {
-      firstIsNew = Number(seq[1]) === 1;
-      out.push(`#EXT-X-MEDIA-SEQUENCE:${Number(seq[1]) + session.sequenceBase}`);
-      out.push(`#EXT-X-DISCONTINUITY-SEQUENCE:${attempt - (firstIsNew ? 1 : 0)}`);
-      continue;
-    }
-    if (firstIsNew && line.startsWith('#EXTINF')) {
-      out.push('#EXT-X-DISCONTINUITY');
-      firstIsNew = false;
-    }
-    out.push(line);
-  }
-  return out.join('\n');
 }

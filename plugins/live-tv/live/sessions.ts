@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, liveSegmenterArgs, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
+import { errors, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
 import type { LiveTvRegistry } from '../registry.js';
 import { canCopy, parseInputStreamLine, type ClientCaps } from './codecs.js';
+import { segmenterArgs, SegmenterOutput } from './segmenter.js';
+import { LiveTimeline } from './timeline.js';
 
 export interface LiveOptions {
   workDir: string;
@@ -18,13 +20,15 @@ export interface LiveSession {
   channelId: number;
   tunerId: string;
   dir: string;
-  /** Output of the current run: `<dir>/<attempt>`. */
-  attempt: number;
+  /** The current run of ffmpeg (0, 1, … over the session's life; -1 before the first). */
+  run: number;
   mode: 'copy' | 'transcode';
-  /** Settles when the current run has written its first manifests (or failed). */
-  ready: Promise<void>;
-  readyState: 'pending' | 'ready' | 'failed';
-  settle?: { resolve: () => void; reject: (err: Error) => void };
+  /** What each run produces: a viewer waits for runs it can decode. */
+  runs: Map<number, { mode: 'copy' | 'transcode'; video?: string }>;
+  /** The session's finished segments, files and manifests. */
+  timeline: LiveTimeline;
+  /** Why the last run failed before it produced anything; cleared when a run starts. */
+  failure?: string;
   /** The current ffmpeg (for tests and diagnostics). */
   pid: number;
   lastError?: string;
@@ -32,13 +36,13 @@ export interface LiveSession {
   input: { video?: string; audio?: string };
   /** What every viewer so far can decode; transcoding starts when one cannot take the input. */
   viewers: ClientCaps[];
-  /** Media-sequence offset of earlier runs, so HLS sequence numbers keep growing across restarts. */
-  sequenceBase: number;
+  /** Where the runs' timeline has reached, in wall-clock seconds (the offset the next run's init segments carry). */
+  timelineEnd: number;
   /** Stops the current ffmpeg (to switch modes). */
   stopRun?: () => Promise<unknown>;
 }
 
-const READY_POLL_MS = 100;
+const SEGMENT_POLL_MS = 100;
 /** ffmpeg's complaints when -analyzeduration ended before a stream's codec parameters were found. */
 const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unspecified (size|pixel format|sample format)|sample rate not set/i;
 
@@ -66,20 +70,14 @@ export class LiveSessions {
     private readonly options: LiveOptions,
   ) {}
 
-  /** Slots of a tuner in use right now (live viewing and recordings). */
-  inUse(tunerId: string): number {
-    return this.slots.get(tunerId)?.size ?? 0;
-  }
-
-  /** Waits until the session's current run can be played (public for the routes' retry on a restart). */
-  async ready(channelId: number): Promise<LiveSession | undefined> {
+  /** The running session of a channel, kept alive (every manifest and segment request touches it). */
+  touch(channelId: number): LiveSession | undefined {
     const job = this.jobs.get<LiveSession>(`live:${channelId}`);
-    if (!job) return undefined;
-    await this.whenReady(job);
-    return job.data;
+    job?.touch();
+    return job?.data;
   }
 
-  /** The running session for the channel, or a new one; waits until it can be played. */
+  /** The running session for the channel, or a new one; waits until this viewer can play it. */
   async open(channel: Channel, caps: ClientCaps): Promise<LiveSession> {
     const tuner = this.registry.tuners.get(channel.tunerId);
     if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
@@ -92,11 +90,11 @@ export class LiveSessions {
     job.touch();
     const session = job.data;
     if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
-      this.switchToTranscode(job, 'a viewer cannot decode the channel as it is');
+      this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
     }
     session.viewers.push(caps);
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
-    await this.whenReady(job);
+    await this.whenPlayable(job, caps);
     return job.data;
   }
 
@@ -104,7 +102,7 @@ export class LiveSessions {
    * Keeps the channel's session running for a holder (a recording) until release(): the
    * job viewers use, started when none runs. When the tuner is full, a session that no
    * holder keeps gives way (a recording comes before live viewing). Does not wait for the
-   * stream: the holder follows the session's runs.
+   * stream: the holder is told of each segment as it finishes.
    */
   async hold(channel: Channel, label: string): Promise<LiveHold> {
     const tuner = this.registry.tuners.get(channel.tunerId);
@@ -131,11 +129,13 @@ export class LiveSessions {
     // A held session is touched like a watched one, so it never reaches its idle timeout.
     const keepAlive = setInterval(() => held.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
     keepAlive.unref();
+    const subscriptions = new Set<() => void>();
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
       clearInterval(keepAlive);
+      for (const stop of subscriptions) stop();
       const n = (this.holders.get(channel.id) ?? 1) - 1;
       if (n > 0) this.holders.set(channel.id, n);
       else this.holders.delete(channel.id);
@@ -144,49 +144,57 @@ export class LiveSessions {
     const ended = held.done.then(() => release());
     held.touch();
     return {
-      current: () => (held.data.attempt >= 0 ? { run: `${held.data.dir}#${held.data.attempt}`, dir: path.join(held.data.dir, String(held.data.attempt)) } : undefined),
+      onSegment(listener) {
+        if (released) return () => {};
+        const stop = held.data.timeline.subscribe(listener);
+        subscriptions.add(stop);
+        return () => { subscriptions.delete(stop); stop(); };
+      },
       lastError: () => held.data.lastError,
       ended,
       release,
     };
   }
 
-  /** Keeps a session alive (every manifest and segment request). */
-  touch(channelId: number): LiveSession | undefined {
-    const job = this.jobs.get<LiveSession>(`live:${channelId}`);
-    job?.touch();
-    return job?.data;
-  }
-
-  /** Waits for the current run; a viewer waiting keeps the session alive (idleTimeout may be shorter than a start). */
-  private async whenReady(job: Job<LiveSession>): Promise<void> {
+  /**
+   * Waits until the session's manifests can be answered to this viewer: three target durations
+   * of segments it can decode. A viewer waiting keeps the session alive (idleTimeout may be
+   * shorter than a start).
+   */
+  private async whenPlayable(job: Job<LiveSession>, caps: ClientCaps): Promise<void> {
     const keepAlive = setInterval(() => job.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
+    let deadline = Date.now() + this.options.readyTimeoutMs;
+    let progress = job.data.timeline.sequence;
     try {
-      await this.untilReady(job);
+      for (;;) {
+        const session = job.data;
+        if (session.timeline.playable() && decodable(session, caps)) return;
+        // A stream that keeps producing segments has started: long GOPs make the start rule take a while.
+        if (session.timeline.sequence !== progress) {
+          progress = session.timeline.sequence;
+          deadline = Date.now() + this.options.readyTimeoutMs;
+        }
+        if (session.failure || job.state !== 'running') {
+          throw errors.badGateway(`Stream failed: ${session.failure ?? session.lastError ?? job.error ?? 'the stream did not start'}`, 5);
+        }
+        let timer: NodeJS.Timeout | undefined;
+        const outcome = await Promise.race([
+          session.timeline.changed().then(() => 'changed' as const),
+          job.done.then(() => 'ended' as const),
+          new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())); }),
+        ]).finally(() => clearTimeout(timer));
+        if (outcome === 'timeout') {
+          const why = session.lastError ?? job.error ?? 'the stream did not start';
+          throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);
+        }
+      }
     } finally {
       clearInterval(keepAlive);
-    }
-    job.touch();
-  }
-
-  private async untilReady(job: Job<LiveSession>): Promise<void> {
-    const deadline = Date.now() + this.options.readyTimeoutMs;
-    for (;;) {
-      const ready = job.data.ready;
-      const outcome = await Promise.race([
-        ready.then(() => 'ready' as const, () => 'failed' as const),
-        job.done.then(() => 'ended' as const),
-        new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())).unref()),
-      ]);
-      if (outcome === 'ready') return;
-      const why = job.data.lastError ?? job.error ?? 'the stream did not start';
-      if (outcome === 'timeout') throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);
-      throw errors.badGateway(`Stream failed: ${why}`, 5);
+      job.touch();
     }
   }
 
-  private switchToTranscode(job: Job<LiveSession>, why: string): void {
-    const session = job.data;
+  private switchToTranscode(session: LiveSession, why: string): void {
     session.mode = 'transcode';
     this.log.info({ channel: session.channelId, why, input: session.input }, 'live: switching to transcode');
     void session.stopRun?.();
@@ -221,8 +229,9 @@ export class LiveSessions {
       idleTimeoutMs,
       restart: { maxRestarts: Number.POSITIVE_INFINITY, initialDelayMs: 1000, maxDelayMs: 15_000 },
       data: {
-        channelId: channel.id, tunerId: channel.tunerId, dir, attempt: -1, mode: 'copy', ...pendingReady(),
-        pid: 0, input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], sequenceBase: 0,
+        channelId: channel.id, tunerId: channel.tunerId, dir, run: -1, mode: 'copy', runs: new Map(), pid: 0, timelineEnd: 0,
+        timeline: new LiveTimeline(dir, { segmentSeconds, now: () => Date.now(), log: this.log, channelId: channel.id }),
+        input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [],
       },
       run: async (ctx) => {
         // Loops only to switch from copy to transcode; a failure goes to the job's restart policy.
@@ -232,28 +241,31 @@ export class LiveSessions {
         }
       },
     }));
-    void job.done.then(() => rm(dir, { recursive: true, force: true }).catch((err) => this.log.warn({ err, dir }, 'live: could not remove session files')));
+    void job.done.then(() => {
+      job.data.timeline.notify();
+      return rm(dir, { recursive: true, force: true }).catch((err) => this.log.warn({ err, dir }, 'live: could not remove session files'));
+    });
     return job;
   }
 
   /** One ffmpeg run. Resolves true when it was stopped to switch to transcoding; throws when it failed. */
   private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal): Promise<boolean> {
     const { segmentSeconds } = this.options;
-    // A run after a failure or a mode switch gets a fresh `ready`; the first run keeps the one
-    // viewers may already be waiting on.
-    if (session.readyState !== 'pending') Object.assign(session, pendingReady());
-    const settle = session.settle!;
+    session.failure = undefined;
+    const run = ++session.run;
+    let produced = false;
     try {
-      if (session.attempt >= 0) session.sequenceBase += await lastSegmentNumber(path.join(session.dir, String(session.attempt)));
-      session.attempt++;
-      const out = path.join(session.dir, String(session.attempt));
+      const out = path.join(session.dir, String(run), 'ffmpeg');
       await mkdir(out, { recursive: true });
       const source = await tuner.openStream({ channel: tunerChannel, signal });
       if (/^(rawvideo|pcm)/.test(source.videoCodec ?? '') || (session.input.video && session.viewers.some((v) => !canCopy(v, session.input)))) {
         session.mode = 'transcode';
       }
       const mode = session.mode;
+      const guessed = session.input.video;
       const fullProbe = this.fullProbe.has(session.channelId);
+      // Wall-clock seconds, never behind where the previous run ended: see segmenterArgs.
+      const offsetSeconds = Math.max(Math.floor(Date.now() / 1000), Math.ceil(session.timelineEnd));
       const args = [
         '-loglevel', 'info', '-fflags', '+genpts',
         // MPEG-TS has no header: ffmpeg reads all of -analyzeduration (5 s by default) before it
@@ -263,7 +275,7 @@ export class LiveSessions {
         ...source.inputArgs,
         ...(source.maps ?? ['0:v:0?', '0:a:0?']).flatMap((m) => ['-map', m]),
         ...(mode === 'copy' ? copyArgs(session.input) : transcodeArgs(segmentSeconds)),
-        ...liveSegmenterArgs({ dir: out, segmentSeconds }),
+        ...segmenterArgs({ dir: out, segmentSeconds, offsetSeconds }),
       ];
       let inInput = false;
       const proc = this.ffmpeg.spawn(args, {
@@ -279,61 +291,74 @@ export class LiveSessions {
       });
       session.pid = proc.pid;
       session.stopRun = () => proc.stop();
-      const watcher = this.watchStart(session, out, mode, signal, settle.resolve);
-      const exit = await proc.exited;
-      session.stopRun = undefined; // also ends the watcher's loop
-      await watcher;
+      const output = new SegmenterOutput(out, offsetSeconds);
+      const take = async () => {
+        for (const slot of await output.next()) {
+          if (!produced) {
+            produced = true;
+            session.runs.set(run, { mode, video: session.input.video });
+            this.known.set(session.channelId, { ...session.input });
+            session.lastError = undefined;
+          }
+          await session.timeline.add(run, slot);
+          for (const s of slot) session.timelineEnd = Math.max(session.timelineEnd, offsetSeconds + (s.start + s.duration) / s.rep.timescale);
+        }
+      };
+      let exited = false;
+      const exit = proc.exited.finally(() => { exited = true; });
+      try {
+        while (!exited) {
+          if (session.mode === 'copy' && session.input.video && session.viewers.some((v) => !canCopy(v, session.input))) {
+            this.known.set(session.channelId, { ...session.input });
+            this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+          }
+          await take();
+          await Promise.race([exit, new Promise((r) => setTimeout(r, SEGMENT_POLL_MS))]);
+        }
+        await take(); // what the run finished last
+      } catch (err) {
+        await proc.stop(); // the session's files cannot be written: this run is over
+        throw err;
+      } finally {
+        session.stopRun = undefined;
+      }
+      const result = await exit;
       if (signal.aborted) return false;
-      if (exit.expected && session.mode !== mode) return true;
-      if (!fullProbe && session.readyState === 'pending' && PROBE_TOO_SHORT.test(exit.stderrTail)) {
+      if (result.expected && session.mode !== mode) return true;
+      if (!fullProbe && !produced && PROBE_TOO_SHORT.test(result.stderrTail)) {
         // Keyframes further apart than a segment: probe as long as ffmpeg likes, now (viewers keep
-        // waiting on the same `ready`) and for the channel's next sessions.
+        // waiting) and for the channel's next sessions.
         this.fullProbe.add(session.channelId);
         this.log.info({ channel: session.channelId }, 'live: codecs not found within one segment; probing longer');
         return this.runOnce(key, session, tuner, tunerChannel, signal);
       }
-      throw new Error(summarize(exit.stderrTail, exit.code));
-    } catch (err) {
-      if (!signal.aborted) session.lastError = (err as Error).message;
-      if (session.readyState === 'pending') {
-        session.readyState = 'failed';
-        settle.reject(err as Error);
+      if (mode === 'copy' && !produced && session.input.video !== guessed) {
+        // Copied on the guess that the video is H.264, which it was not: again at once, knowing it.
+        this.log.info({ channel: session.channelId, video: session.input.video }, 'live: the video is not what was guessed; copying it as it is');
+        return this.runOnce(key, session, tuner, tunerChannel, signal);
       }
+      throw new Error(summarize(result.stderrTail, result.code));
+    } catch (err) {
+      if (!signal.aborted) {
+        session.lastError = (err as Error).message;
+        if (!produced) session.failure = session.lastError;
+      }
+      session.timeline.notify();
       throw err;
     }
   }
+}
 
-  /** Resolves `ready` once the first manifests exist; asks for transcoding as soon as the input turns out not to fit a viewer. */
-  private async watchStart(session: LiveSession, out: string, mode: string, signal: AbortSignal, ready: () => void): Promise<void> {
-    while (!signal.aborted && session.stopRun) {
-      if (mode === 'copy' && session.input.video && session.viewers.some((v) => !canCopy(v, session.input))) {
-        this.known.set(session.channelId, { ...session.input });
-        session.mode = 'transcode';
-        void session.stopRun?.();
-        return;
-      }
-      if ((await exists(path.join(out, 'master.m3u8'))) && (await exists(path.join(out, 'manifest.mpd')))) {
-        this.known.set(session.channelId, { ...session.input });
-        session.lastError = undefined;
-        session.readyState = 'ready';
-        ready();
-        return;
-      }
-      await new Promise((r) => setTimeout(r, READY_POLL_MS));
-    }
-  }
+/** Whether every run the viewer would be given is one it can decode. */
+function decodable(session: LiveSession, caps: ClientCaps): boolean {
+  return session.timeline.listed().every((index) => {
+    const run = session.runs.get(index);
+    return !!run && (run.mode === 'transcode' || canCopy(caps, { video: run.video }));
+  });
 }
 
 function tunerFull(tuner: Tuner): Error {
   return errors.conflict(`Tuner limit reached for ${tuner.name}: all ${tuner.maxStreams} stream${tuner.maxStreams === 1 ? '' : 's'} in use`);
-}
-
-/** A `ready` promise with its resolvers, for a run about to start. */
-function pendingReady(): Pick<LiveSession, 'ready' | 'readyState' | 'settle'> {
-  let settle!: LiveSession['settle'];
-  const ready = new Promise<void>((resolve, reject) => { settle = { resolve, reject }; });
-  ready.catch(() => {}); // observed by whenReady
-  return { ready, readyState: 'pending', settle };
 }
 
 function tunerChannelOf(c: Channel): TunerChannel {
@@ -367,26 +392,6 @@ function transcodeArgs(segmentSeconds: number): string[] {
     '-force_key_frames', `expr:gte(t,n_forced*${segmentSeconds})`, '-sc_threshold', '0',
     ...audioArgs(),
   ];
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The number of the last segment a run wrote: where the next run's HLS sequence numbers continue. */
-async function lastSegmentNumber(dir: string): Promise<number> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  let max = 0;
-  for (const n of names) {
-    const m = /^chunk-stream0-(\d+)\.(mp4|m4s)$/.exec(n);
-    if (m) max = Math.max(max, Number(m[1]));
-  }
-  return max;
 }
 
 /** The line of ffmpeg's stderr that says what went wrong, without the noise. */

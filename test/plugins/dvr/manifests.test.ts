@@ -1,76 +1,33 @@
 /**
- * The DVR's own formats, without a server: reading the live segmenter's MPD,
- * the parts on disk (crash-safe index), gaps, and the manifests written from
- * parts (hls-parser strict, mpd-parser).
+ * The DVR's own formats, without a server: the parts on disk (crash-safe
+ * index), gaps, and the manifests the packagers write from parts (hls-parser
+ * strict, mpd-parser, the manifest validator).
  */
 import t from 'tap';
 import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as HLS from 'hls-parser';
-import { parseLiveMpd, templateFile, type RepInfo } from '../../../plugins/dvr/live-mpd.js';
-import { createPart, nextPartIndex, partDir, readParts, recordedSeconds, type Part } from '../../../plugins/dvr/parts.js';
-import { dashMpd, hlsMaster, hlsMedia } from '../../../plugins/dvr/manifests.js';
+import { createPart, nextPartIndex, partDir, readParts, recordedSeconds, type Part, type RepInfo } from '../../../plugins/dvr/parts.js';
+import { recordingPresentation } from '../../../plugins/dvr/manifests.js';
 import { gapsOf } from '../../../plugins/dvr/recorder.js';
-import { shiftMediaTimes } from '../../../plugins/dvr/fmp4.js';
-import { box, u32, u64 } from './fixtures.js';
+import { hlsPackager } from '../../../plugins/hls-packager/index.js';
+import { dashPackager } from '../../../plugins/dash-packager/index.js';
+import { checkHlsMaster, checkHlsMedia, checkMpd } from '../../helpers/manifest-validator.js';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const mpdParser: { parse(text: string, options: { manifestUri: string; NOW?: number }): any } = require('mpd-parser');
 HLS.setOptions({ strictMode: true, silent: true });
 
-/** What ffmpeg 4.1's dash muxer wrote for a live run (copied from a real run, trimmed). */
-const LIVE_MPD = `<?xml version="1.0" encoding="utf-8"?>
-<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-live:2011" type="dynamic" minimumUpdatePeriod="PT2S" availabilityStartTime="2026-11-22T14:26:06Z" timeShiftBufferDepth="PT6.0S" minBufferTime="PT4.0S">
-	<Period id="0" start="PT0.0S">
-		<AdaptationSet id="0" contentType="video" segmentAlignment="true" bitstreamSwitching="true">
-			<Representation id="0" mimeType="video/mp4" codecs="avc1.42c00c" bandwidth="629952" width="320" height="180" frameRate="25/1">
-				<SegmentTemplate timescale="12800" initialization="init-stream$RepresentationID$.mp4" media="chunk-stream$RepresentationID$-$Number%05d$.mp4" startNumber="7">
-					<SegmentTimeline>
-						<S t="153873" d="25600" r="2" />
-					</SegmentTimeline>
-				</SegmentTemplate>
-			</Representation>
-		</AdaptationSet>
-		<AdaptationSet id="1" contentType="audio" segmentAlignment="true" bitstreamSwitching="true">
-			<Representation id="1" mimeType="audio/mp4" codecs="mp4a.40.2" bandwidth="128000" audioSamplingRate="48000">
-				<AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="2" />
-				<SegmentTemplate timescale="48000" initialization="init-stream$RepresentationID$.mp4" media="chunk-stream$RepresentationID$-$Number%05d$.mp4" startNumber="7">
-					<SegmentTimeline>
-						<S t="576000" d="97280" />
-						<S d="96256" r="1" />
-					</SegmentTimeline>
-				</SegmentTemplate>
-			</Representation>
-		</AdaptationSet>
-	</Period>
-</MPD>
-`;
-
 const VIDEO: RepInfo = { id: '0', contentType: 'video', mimeType: 'video/mp4', codecs: 'avc1.42c00c', bandwidth: 629952, width: 320, height: 180, frameRate: '25/1', timescale: 12800 };
 const AUDIO: RepInfo = { id: '1', contentType: 'audio', mimeType: 'audio/mp4', codecs: 'mp4a.40.2', bandwidth: 128000, sampleRate: 48000, channels: 2, timescale: 48000 };
 
-/** A part of n two-second segments (video and audio) starting at media time t0. */
+/** A part of n two-second segments (video and audio) starting at media time t0 (in the video's timescale, a multiple of 4). */
 function part(index: number, startedAt: number, n: number, t0 = 0): Part {
   const video = Array.from({ length: n }, (_, i) => ({ index: i + 1, t: t0 + i * 25600, d: 25600, bytes: 1000 }));
-  const audio = Array.from({ length: n }, (_, i) => ({ index: i + 1, t: i * 96000, d: 96000, bytes: 100 }));
+  const audio = Array.from({ length: n }, (_, i) => ({ index: i + 1, t: (t0 / 12800) * 48000 + i * 96000, d: 96000, bytes: 100 }));
   return { index, startedAt, reps: [VIDEO, AUDIO], segments: new Map([['0', video], ['1', audio]]), bytes: n * 1100 };
 }
-
-t.test('the live MPD: representations, their attributes and every listed segment with its media time', async (t) => {
-  const reps = parseLiveMpd(LIVE_MPD);
-  t.equal(reps.length, 2);
-  const [video, audio] = reps;
-  t.match(video, { id: '0', contentType: 'video', codecs: 'avc1.42c00c', bandwidth: 629952, width: 320, height: 180, frameRate: '25/1', timescale: 12800 });
-  t.strictSame(video.segments, [{ number: 7, t: 153873, d: 25600 }, { number: 8, t: 179473, d: 25600 }, { number: 9, t: 205073, d: 25600 }], 'r expands, t carries on');
-  t.match(audio, { id: '1', contentType: 'audio', sampleRate: 48000, channels: 2, timescale: 48000 });
-  t.strictSame(audio.segments.map((s) => [s.number, s.t, s.d]), [[7, 576000, 97280], [8, 673280, 96256], [9, 769536, 96256]]);
-  t.equal(templateFile(video.media, video.id, 8), 'chunk-stream0-00008.mp4');
-  t.equal(templateFile(video.initialization, video.id), 'init-stream0.mp4');
-  t.equal(templateFile('seg-$RepresentationID$-$Number$.m4s', 'a', 12), 'seg-a-12.m4s');
-  t.strictSame(parseLiveMpd('<MPD></MPD>'), [], 'no representations in an empty MPD');
-  t.strictSame(parseLiveMpd('not xml at all'), []);
-});
 
 t.test('parts on disk: written, read back, a line cut short by a crash ignored, never renumbered', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-dvr-parts-'));
@@ -111,8 +68,14 @@ t.test('gaps: between parts, and a late first or early last part', async (t) => 
   t.strictSame(gapsOf([], 0, 1, true), []);
 });
 
+/** The manifests of a recording as the watch routes make them, with file names left as they are. */
+const presentation = (parts: Part[], complete: boolean, now = 0) => recordingPresentation(parts, { complete, now, link: (file) => file });
+const hlsMaster = (parts: Part[]) => hlsPackager.master(presentation(parts, false), (rep) => `hls/${rep}.m3u8`);
+const hlsMedia = (parts: Part[], kind: string, complete: boolean) => hlsPackager.media(presentation(parts, complete), kind);
+const dashMpd = (parts: Part[], options: { complete: boolean; now: number }) => dashPackager.mpd(presentation(parts, options.complete, options.now));
+
 t.test('HLS: master, EVENT playlist while recording, VOD playlist joining parts with discontinuities', async (t) => {
-  const parts = [part(0, 0, 3, 273), part(1, 60_000, 2)];
+  const parts = [part(0, 0, 3, 256), part(1, 60_000, 2)];
   const master = HLS.parse(hlsMaster(parts)) as HLS.types.MasterPlaylist;
   t.equal(master.isMasterPlaylist, true);
   t.equal(master.variants.length, 1);
@@ -132,6 +95,8 @@ t.test('HLS: master, EVENT playlist while recording, VOD playlist joining parts 
   t.strictSame(vod.segments.map((s) => !!s.discontinuity), [false, false, false, true, false], 'the second part starts with a discontinuity');
   t.strictSame([...new Set(vod.segments.map((s) => s.map?.uri))], ['s/0/init-0.mp4', 's/1/init-0.mp4'], 'each part has its init segment');
   t.equal(vod.segments.reduce((n, s) => n + s.duration, 0), 10);
+  t.strictSame(checkHlsMaster(hlsMaster(parts)).problems, [], 'the manifest validator passes the master');
+  t.strictSame(checkHlsMedia(hlsMedia(parts, 'video', true)).problems, [], 'and the VOD playlist');
   const audio = HLS.parse(hlsMedia(parts, 'audio', true)) as HLS.types.MediaPlaylist;
   t.equal(audio.segments.length, 5);
   t.equal(audio.segments[0].uri, 's/0/1-00001.mp4');
@@ -142,12 +107,13 @@ t.test('HLS: master, EVENT playlist while recording, VOD playlist joining parts 
 });
 
 t.test('DASH: a static MPD with one Period per part, a dynamic one while recording', async (t) => {
-  const parts = [part(0, 1_700_000_000_000, 3, 273), part(1, 1_700_000_060_000, 2)];
-  const text = dashMpd(parts, { complete: true, now: 1_700_000_100_000, segmentSeconds: 2 });
+  const parts = [part(0, 1_700_000_000_000, 3, 256), part(1, 1_700_000_060_000, 2)];
+  const text = dashMpd(parts, { complete: true, now: 1_700_000_100_000 });
   t.match(text, /type="static"/);
+  t.strictSame(checkMpd(text).problems, [], 'the manifest validator passes it');
   t.match(text, /mediaPresentationDuration="PT10\.000S"/, 'the parts joined: 6 s + 4 s');
   t.equal((text.match(/<Period /g) ?? []).length, 2);
-  t.match(text, /presentationTimeOffset="273"/, 'each Period starts at its first media time');
+  t.match(text, /presentationTimeOffset="256"/, 'each Period starts at its first media time');
   const manifest = mpdParser.parse(text, { manifestUri: 'http://h/watch/recording/1/master.mpd' });
   const video = manifest.playlists[0];
   t.equal(video.segments.length, 5, 'mpd-parser: every segment of both parts');
@@ -157,36 +123,14 @@ t.test('DASH: a static MPD with one Period per part, a dynamic one while recordi
   t.equal(video.segments[3].map.resolvedUri, 'http://h/watch/recording/1/s/1/init-0.mp4');
   t.equal(Math.round(video.segments.reduce((n: number, s: any) => n + s.duration, 0)), 10);
 
-  const live = dashMpd(parts, { complete: false, now: 1_700_000_100_000, segmentSeconds: 2 });
+  const live = dashMpd(parts, { complete: false, now: 1_700_000_100_000 });
   t.match(live, /type="dynamic"/);
+  t.strictSame(checkMpd(live).problems, [], 'the manifest validator passes the dynamic one');
   t.match(live, /availabilityStartTime="2023-11-14T22:13:20.000Z"/, 'available from the first part on');
   t.notMatch(live, /timeShiftBufferDepth/, 'the whole recording stays available');
   t.match(live, /<Period id="1" start="PT60\.000S">/, 'a later part starts when it began, open-ended');
   const parsed = mpdParser.parse(live, { manifestUri: 'http://h/m.mpd', NOW: 1_700_000_100_000 });
   t.ok(parsed.playlists[0].segments.length >= 1, 'mpd-parser reads it');
-});
-
-t.test('fMP4: tfdt and sidx times shift (versions 0 and 1), nothing else changes', async (t) => {
-  const segment = Buffer.concat([
-    box('styp', Buffer.from('msdh')),
-    box('sidx', u32(0x01000000), u32(1), u32(12800), u64(51473n), u64(0n), u32(0)),
-    box('moof', box('mfhd', u32(0), u32(3)), box('traf', box('tfhd', u32(0), u32(1)), box('tfdt', u32(0x01000000), u64(51200n)), box('trun', u32(0), u32(0)))),
-    box('moof', box('traf', box('tfdt', u32(0), u32(1000)))),
-    box('mdat', Buffer.from('media bytes')),
-  ]);
-  const before = Buffer.from(segment);
-  shiftMediaTimes(segment, 25600);
-  t.equal(segment.length, before.length);
-  t.equal(segment.readBigUInt64BE(segment.indexOf('sidx', 0, 'latin1') + 16), 51473n + 25600n, 'sidx earliest presentation time (v1)');
-  const tfdtAt = segment.indexOf('tfdt', 0, 'latin1');
-  t.equal(segment.readBigUInt64BE(tfdtAt + 8), 51200n + 25600n, 'tfdt (v1)');
-  const tfdt0 = segment.indexOf('tfdt', tfdtAt + 4, 'latin1');
-  t.equal(segment.readUInt32BE(tfdt0 + 8), 1000 + 25600, 'tfdt (v0)');
-  t.equal(segment.subarray(-11).toString(), 'media bytes', 'the media is untouched');
-  shiftMediaTimes(segment, -25600);
-  t.ok(segment.equals(before), 'shifting back restores it');
-  t.throws(() => shiftMediaTimes(Buffer.from(segment), -1e9), /out of range/, 'never below zero');
-  t.throws(() => shiftMediaTimes(Buffer.concat([u32(100), Buffer.from('moof')]), 1), /malformed/, 'a box larger than the file');
 });
 
 t.test('catalog items: ids, playable recordings only, play-info by the Device-OS rule', async (t) => {

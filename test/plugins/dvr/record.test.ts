@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import * as HLS from 'hls-parser';
 import { expectFetchError } from '../../helpers/http.js';
+import { checkMpd, validateDash, validateHls } from '../../helpers/manifest-validator.js';
 import { killGroup, pidAlive, startUpstream, type Upstream } from '../../helpers/upstream.js';
 import { closedPort, m3u, tempDir, write } from '../live-tv/fixtures.js';
 import { ADMIN_PASSWORD, decode, guideByName, logTail, MINUTE, minuteAt, minuteGuide, playerPids, programmeAt, startServer, waitListening, type Server } from './fixtures.js';
@@ -131,6 +132,8 @@ t.test('recording end to end, through a SIGKILL of the server', async (t) => {
     const text = await master.text();
     t.notOk(text.includes(token), 'no token in the master playlist');
     const parsed = HLS.parse(text) as HLS.types.MasterPlaylist;
+    const report = await validateHls(watch(ids.p0));
+    t.strictSame(report.problems, [], 'the manifest validator passes the recording in progress (HLS)');
     const mediaUrl = new URL(parsed.variants[0].uri, base);
     t.ok(mediaUrl.searchParams.get('key'), 'media playlist URL with a signed key');
     const media = HLS.parse(await (await fetch(mediaUrl)).text()) as HLS.types.MediaPlaylist;
@@ -160,6 +163,9 @@ t.test('recording end to end, through a SIGKILL of the server', async (t) => {
     t.equal(mpd.status, 200);
     const text = await mpd.text();
     t.match(text, /type="dynamic"/, 'dynamic while recording');
+    t.strictSame(checkMpd(text).problems, [], 'the manifest validator passes the dynamic MPD');
+    const report = await validateDash(location.href);
+    t.strictSame(report.problems, [], 'and the whole DASH presentation');
     const parsed = mpdParser.parse(text, { manifestUri: location.href, NOW: Date.now() });
     t.ok(parsed.playlists[0].segments.length >= 3, 'mpd-parser lists its segments');
     const android = await fetch(`${base}/watch/recording/${ids.p0}`, { headers: { ...headers, 'Device-OS': 'Android 14' }, redirect: 'manual' });
@@ -229,6 +235,11 @@ t.test('recording end to end, through a SIGKILL of the server', async (t) => {
     t.ok(d2.seconds >= 45, `scheduled: ffmpeg decoded ${d2.seconds.toFixed(1)} s of the 60 s programme (HLS)${d2.seconds < 45 ? `: ${d2.stderr}` : ''}`);
     const mpdText = await (await fetch(watch(ids.p2, '/master.mpd'))).text();
     t.match(mpdText, /type="static"/, 'a static MPD once complete');
+    t.match(mpdText, /<Period id="\d+" start="PT0\.000S"/, 'starting at 0');
+    const hlsReport = await validateHls(watch(ids.p1));
+    t.strictSame(hlsReport.problems, [], 'the manifest validator passes the completed recording of two parts (HLS: equal target durations, ENDLIST)');
+    const dashReport = await validateDash(watch(ids.p1, '/master.mpd'));
+    t.strictSame(dashReport.problems, [], 'and its static MPD');
     const dd = await decode(watch(ids.p2, '/master.mpd'), 120);
     t.ok(dd.seconds >= 45, `ffmpeg decoded ${dd.seconds.toFixed(1)} s of it as DASH${dd.seconds < 45 ? `: ${dd.stderr}` : ''}`);
     const p0done = await rec(ids.p0);

@@ -1,17 +1,17 @@
 /**
- * The recorder against a fake live session: a run directory with an MPD and
- * segments written by hand (as ffmpeg's segmenter writes them), so the window
- * edges, a new run becoming a new part with continued media times, the end of
- * the window, a full disk and an unwritable folder are checked in seconds,
- * without ffmpeg.
+ * The recorder against a fake live session that announces segments as the
+ * real one does (LiveHold.onSegment: the kept ones first, then each new one),
+ * with files written by hand, so the window edges, a new run becoming a new
+ * part, the end of the window, a full disk and an unwritable folder are
+ * checked in seconds, without ffmpeg.
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import type { LiveHold, LiveTvAccess } from '../../../sdk/index.js';
+import type { LiveHold, LiveSegment, LiveTvAccess } from '../../../sdk/index.js';
 import { JobManagerImpl } from '../../../core/jobs/job-manager.js';
 import { Recorder } from '../../../plugins/dvr/recorder.js';
 import { readParts } from '../../../plugins/dvr/parts.js';
@@ -33,26 +33,44 @@ function segment(t: number, marker: string): Buffer {
 
 const tfdtOf = (b: Buffer) => Number(b.readBigUInt64BE(b.indexOf('tfdt', 0, 'latin1') + 8));
 
-/** A run directory as the live session writes it: segments `first..last` of `d` ms (timescale 1000) from media time t0. */
-async function writeRun(dir: string, first: number, last: number, t0: number, d = 2000): Promise<void> {
+/**
+ * A run of the live session: segments `first..last` of `d` ms (timescale 1000) from media time t0,
+ * written to `dir`, as the session announces them. The newest ends `endsAt` (wall clock).
+ */
+async function writeRun(dir: string, run: number, first: number, last: number, t0: number, endsAt: number, d = 2000): Promise<LiveSegment[]> {
   await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'init-stream0.mp4'), 'init');
-  for (let n = first; n <= last; n++) await writeFile(path.join(dir, `chunk-stream0-${String(n).padStart(5, '0')}.mp4`), segment(t0 + (n - 1) * d, `seg ${n}`));
-  await writeFile(path.join(dir, 'manifest.mpd'), `<MPD type="dynamic"><Period><AdaptationSet contentType="video">
-<Representation id="0" mimeType="video/mp4" codecs="avc1.42c00c" bandwidth="500000" width="320" height="180">
-<SegmentTemplate timescale="1000" initialization="init-stream$RepresentationID$.mp4" media="chunk-stream$RepresentationID$-$Number%05d$.mp4" startNumber="${first}">
-<SegmentTimeline><S t="${t0 + (first - 1) * d}" d="${d}" r="${last - first}" /></SegmentTimeline></SegmentTemplate></Representation></AdaptationSet></Period></MPD>`);
+  const initPath = path.join(dir, 'init-video.mp4');
+  await writeFile(initPath, 'init');
+  const out: LiveSegment[] = [];
+  for (let n = first; n <= last; n++) {
+    const file = path.join(dir, `video-${n}.m4s`);
+    await writeFile(file, segment(t0 + (n - 1) * d, `seg ${n}`));
+    out.push({
+      run, initPath, path: file, sequence: 100 * run + n, start: t0 + (n - 1) * d, duration: d, targetDuration: d / 1000,
+      wallClock: endsAt - (last - n + 1) * d,
+      representation: { id: 'video', kind: 'video', codecs: 'avc1.42c00c', bandwidth: 500000, width: 320, height: 180, timescale: 1000 },
+    });
+  }
+  return out;
 }
 
 async function setup(t: Tap, window: { from: number; to: number }, options: { minFreeBytes?: number; root?: string } = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-dvr-recorder-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  let current: { run: string; dir: string } | undefined;
+  const kept: LiveSegment[] = [];
+  const listeners = new Set<(s: LiveSegment) => void>();
   const holds: string[] = [];
   const live = {
     async hold(_channel: number, label: string): Promise<LiveHold> {
       holds.push(label);
-      return { current: () => current, lastError: () => undefined, ended: new Promise<void>(() => {}), release() {} };
+      return {
+        onSegment(listener) {
+          for (const s of kept) listener(s);
+          listeners.add(listener);
+          return () => { listeners.delete(listener); };
+        },
+        lastError: () => undefined, ended: new Promise<void>(() => {}), release() {},
+      };
     },
   } as unknown as LiveTvAccess;
   const root = options.root ?? path.join(dir, 'recordings');
@@ -67,53 +85,59 @@ async function setup(t: Tap, window: { from: number; to: number }, options: { mi
   const jobs = new JobManagerImpl(log);
   t.teardown(() => jobs.stopAll());
   const recorder = new Recorder(jobs, live, store, log, () => Date.now(), { prePaddingMs: 0, postPaddingMs: 0, pollMs: 50, minFreeBytes: options.minFreeBytes ?? 0 });
-  return { dir, recorder, row: () => row, setRun: (run: string, runDir: string) => { current = { run, dir: runDir }; }, holds };
+  /** The session announces segments: kept for holds to come, told to the holds there are. */
+  const announce = (segments: LiveSegment[]) => {
+    for (const s of segments) {
+      if (kept.some((k) => k.sequence === s.sequence)) continue;
+      kept.push(s);
+      for (const l of listeners) l(s);
+    }
+  };
+  return { dir, recorder, row: () => row, announce, holds };
 }
 
 interface Tap { teardown(fn: () => unknown): void }
 
-t.test('window edges, a new run as a new part with continued media times, the end', async (t) => {
+t.test('recording from segment events: window edges, a new run as a new part, the end', async (t) => {
   const now = Date.now();
-  // Segments 1-5 exist when the recording looks (the newest just finished): 1 and 2 ended before the window.
+  // Segments 1-5 are kept when the recording holds the session (the newest just finished): 1 and 2 ended before the window.
   const s = await setup(t, { from: now - 5000, to: now + 5000 });
   const run0 = path.join(s.dir, 'live', '0');
-  await writeRun(run0, 1, 5, 0);
-  s.setRun('session#0', run0);
+  s.announce(await writeRun(run0, 0, 1, 5, 0, now));
   const job = s.recorder.start(s.row());
   await sleep(400);
   let parts = s.recorder.active(1)!.parts;
-  t.strictSame(parts[0]?.segments.get('0')!.map((x) => x.t), [4000, 6000, 8000], 'from the first segment ending inside the window');
+  t.strictSame(parts[0]?.segments.get('video')!.map((x) => x.t), [4000, 6000, 8000], 'from the first segment ending inside the window');
   // The session restarts: a new run, with its own media times (10 s segments from 100 s on).
   // Its segment 1 ended 10 s ago (before the window), segment 2 just now.
   const run1 = path.join(s.dir, 'live', '1');
-  await writeRun(run1, 1, 2, 100_000, 10_000);
-  s.setRun('session#1', run1);
+  const later = Date.now();
+  s.announce(await writeRun(run1, 1, 1, 2, 100_000, later, 10_000));
   await sleep(400);
   parts = s.recorder.active(1)!.parts;
   t.equal(parts.length, 2, 'a new part');
-  t.strictSame(parts[1]?.segments.get('0')!.map((x) => x.t), [10_000], 'its media times continue the first part (10 s)');
-  const file = await readFile(path.join(s.row().dir, 'p1', '0-00001.mp4'));
-  t.equal(tfdtOf(file), 10_000, 'the copied segment carries the shifted time');
-  t.equal(tfdtOf(await readFile(path.join(run1, 'chunk-stream0-00002.mp4'))), 110_000, "the session's own file is untouched");
+  t.strictSame(parts[1]?.segments.get('video')!.map((x) => x.t), [110_000], "its media times are the run's own (the part is a period of its own)");
+  const file = await readFile(path.join(s.row().dir, 'p1', 'video-00001.mp4'));
+  t.equal(tfdtOf(file), 110_000, 'the segment is the session\'s, unchanged');
+  t.equal((await stat(path.join(s.row().dir, 'p1', 'video-00001.mp4'))).ino, (await stat(path.join(run1, 'video-2.m4s'))).ino, 'linked, not copied');
   t.match(file.toString('latin1'), /seg 2$/, 'the media itself is the same');
   // Segment 3 begins now, inside the window; segment 4 ten seconds later, after it: the end is recorded.
-  await writeRun(run1, 1, 4, 100_000, 10_000);
+  s.announce((await writeRun(run1, 1, 1, 4, 100_000, later + 20_000, 10_000)).slice(2));
   t.equal(await Promise.race([job.done, sleep(8000).then(() => 'timeout')]), 'completed', 'the job completes once media past the end arrived');
   t.match(s.row(), { status: 'completed', error: null });
   t.equal(s.row().duration, 3 * 2 + 2 * 10, 'three 2 s and two 10 s segments');
   t.ok(s.row().sizeBytes > 0);
   const onDisk = await readParts(s.row().dir);
-  t.strictSame(onDisk.map((p) => p.segments.get('0')!.map((x) => x.t)), [[4000, 6000, 8000], [10_000, 20_000]], 'the parts on disk are what was recorded');
-  t.ok(existsSync(path.join(s.row().dir, 'p0', 'init-0.mp4')), 'with their init segments');
+  t.strictSame(onDisk.map((p) => p.segments.get('video')!.map((x) => x.t)), [[4000, 6000, 8000], [110_000, 120_000]], 'the parts on disk are what was recorded');
+  t.strictSame(onDisk.map((p) => p.targetDuration), [2, 10], "each part keeps its session's target duration");
+  t.ok(existsSync(path.join(s.row().dir, 'p0', 'init-video.mp4')), 'with their init segments');
   t.strictSame(s.holds, ['recording 1'], 'one hold of the channel');
 });
 
 t.test('a full disk fails the recording with the reason, keeping nothing half-written', async (t) => {
   const now = Date.now();
   const s = await setup(t, { from: now - 5000, to: now + 60_000 }, { minFreeBytes: Number.MAX_SAFE_INTEGER });
-  const run0 = path.join(s.dir, 'live', '0');
-  await writeRun(run0, 1, 5, 0);
-  s.setRun('session#0', run0);
+  s.announce(await writeRun(path.join(s.dir, 'live', '0'), 0, 1, 5, 0, now));
   const job = s.recorder.start(s.row());
   t.equal(await Promise.race([job.done, sleep(5000).then(() => 'timeout')]), 'completed', 'the job ends');
   t.equal(s.row().status, 'failed');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import * as HLS from 'hls-parser';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { expectError, rawGet as rawHttpGet } from '../../helpers/http.js';
+import { checkHlsMaster, checkHlsMedia, checkMpd, validateDash, validateHls } from '../../helpers/manifest-validator.js';
 import { decode, playerPids as clientPids } from '../../helpers/player.js';
 import { waitFor } from '../../helpers/wait.js';
 import { killGroup, pidAlive, startUpstream, type Upstream } from '../../helpers/upstream.js';
@@ -114,6 +115,7 @@ t.test('live watch', async (t) => {
     t.notOk(res.body.includes(token), 'the master playlist does not contain the token');
     const master = HLS.parse(res.body) as HLS.types.MasterPlaylist;
     t.equal(master.isMasterPlaylist, true, 'a master playlist (hls-parser, strict)');
+    t.strictSame(checkHlsMaster(res.body).problems, [], 'the manifest validator passes the master');
     t.ok(master.variants.length >= 1, 'with a variant');
     const masterUrl = watchUrl(cid);
     const problems: string[] = [];
@@ -133,6 +135,7 @@ t.test('live watch', async (t) => {
     t.notOk(mres.body.includes(token), 'the media playlist does not contain the token');
     const media = HLS.parse(mres.body) as HLS.types.MediaPlaylist;
     t.equal(media.isMasterPlaylist, false, 'a media playlist (hls-parser, strict)');
+    t.strictSame(checkHlsMedia(mres.body).problems, [], 'the manifest validator passes the media playlist');
     t.equal(media.endlist, false, 'live: no EXT-X-ENDLIST');
     t.ok(media.segments.length >= 1, 'with segments');
     const segments = media.segments.map((s) => new URL(s.uri, mediaUrls[0]!));
@@ -160,6 +163,8 @@ t.test('live watch', async (t) => {
   });
 
   t.test('HLS manifests: valid, every URL keyed and under /s/, segments served without Authorization', async (t) => {
+    const report = await validateHls(watchUrl(id('One')));
+    t.strictSame(report.problems, [], 'the manifest validator passes the whole presentation (CODECS against the init segments, BANDWIDTH against the measured peak)');
     const h = await hlsOf(t, id('One'));
     t.ok(h.media.targetDuration >= 1, 'EXT-X-TARGETDURATION');
     const codecs = h.master.variants.flatMap((v) => (v.codecs ?? '').split(',').map((c) => c.trim()).filter(Boolean));
@@ -183,6 +188,10 @@ t.test('live watch', async (t) => {
     t.equal(res.status, 200);
     t.match(String(res.headers['content-type']), DASH_TYPE, 'content-type');
     t.match(res.body, /<MPD[^>]*\btype="dynamic"/, 'type="dynamic"');
+    t.strictSame(checkMpd(res.body).problems, [], 'the manifest validator passes the MPD');
+    const report = await validateDash(mpdUrl(cid));
+    for (const note of report.notes) t.comment(note);
+    t.strictSame(report.problems, [], 'and the whole presentation (codecs, bandwidth against the measured peak, the schema when at hand)');
     t.notOk(res.body.includes(token), 'the MPD does not contain the token');
     const manifest = mpdParser.parse(res.body, { manifestUri: mpdUrl(cid), NOW: Date.now() });
     const playlists: any[] = [...(manifest.playlists ?? [])];

@@ -1,0 +1,165 @@
+/**
+ * Time to first frame in GStreamer (gst-launch-1.0 playbin and playbin3, a
+ * header-less player: the URL carries the key), from spawning the player to
+ * the first video frame at its sink (sync=true), for:
+ *
+ *  - live, a channel nobody watches (its session starts: tune, three segments),
+ *  - live, the same channel while it runs (a second viewer),
+ *  - a completed recording (VOD playlist of two parts' worth of segments),
+ *
+ * beside ffmpeg's own HLS output (MPEG-TS segments, `-c copy -f hls -hls_time 2`)
+ * of the same source (test/helpers/upstream.ts: H.264/AAC realtime MPEG-TS),
+ * served by a plain static server: live (its playlist running) and VOD (30 s,
+ * then ENDLIST). Every case also says whether pictures kept coming after the
+ * first (`flowing`: ≥ half the seconds in the next PLAYERS_BENCH_WATCH seconds).
+ * Runs alternate which case goes first.
+ *
+ *   node dist/test/bench/run.js players
+ *   PLAYERS_BENCH_RUNS=3 PLAYERS_BENCH_WATCH=8 node dist/test/bench/run.js players
+ */
+import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestHost } from '../../sdk/testing.js';
+import { playWithGstreamer, skipWithoutGstreamer } from '../helpers/gstreamer.js';
+import { FFMPEG, killGroup, startUpstream } from '../helpers/upstream.js';
+import { m3u } from '../plugins/live-tv/fixtures.js';
+import { guideByName, MINUTE, minuteAt, minuteGuide, programmeAt } from '../plugins/dvr/fixtures.js';
+import { load1, median, sleep } from './stats.js';
+
+const RUNS = Number(process.env.PLAYERS_BENCH_RUNS ?? 3);
+const WATCH_S = Number(process.env.PLAYERS_BENCH_WATCH ?? 8);
+const ELEMENTS = ['playbin', 'playbin3'] as const;
+
+interface Sample { firstFrameMs: number | null; flowing: boolean; loadavg: number }
+
+async function measure(url: string, element: typeof ELEMENTS[number], coldSeconds = 0): Promise<Sample> {
+  const loadavg = load1();
+  const p = await playWithGstreamer(url, coldSeconds + WATCH_S + 2, element);
+  const after = p.firstFrameMs === null ? 0 : coldSeconds + WATCH_S + 2 - p.firstFrameMs / 1000;
+  const shown = p.firstPts !== null && p.lastPts !== null ? p.lastPts - p.firstPts : 0;
+  return { firstFrameMs: p.firstFrameMs, flowing: p.firstFrameMs !== null && shown >= after / 2, loadavg };
+}
+
+function summary(samples: Sample[]) {
+  const ok = samples.filter((s) => s.firstFrameMs !== null).map((s) => s.firstFrameMs!);
+  return {
+    medianFirstFrameMs: ok.length ? Math.round(median(ok)) : null,
+    firstFrameMs: samples.map((s) => s.firstFrameMs),
+    flowing: samples.map((s) => s.flowing),
+    loadavg: samples.map((s) => s.loadavg),
+  };
+}
+
+/** A plain static file server for ffmpeg's own HLS output. */
+async function staticServer(dir: string): Promise<{ base: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const name = path.basename(new URL(req.url ?? '/', 'http://x').pathname);
+    const file = path.join(dir, name);
+    stat(file).then((st) => {
+      res.writeHead(200, { 'content-length': st.size, 'content-type': name.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'video/mp2t', 'cache-control': 'no-cache' });
+      createReadStream(file).on('error', () => res.destroy()).pipe(res);
+    }, () => res.writeHead(404).end());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** ffmpeg copying the upstream into its own HLS (TS segments); resolves once the playlist lists three. */
+async function ffmpegHls(input: string, dir: string, vodSeconds?: number) {
+  const args = ['-hide_banner', '-loglevel', 'error', '-i', input, '-map', '0:v:0', '-map', '0:a:0', '-c', 'copy', '-f', 'hls', '-hls_time', '2',
+    ...(vodSeconds ? ['-t', String(vodSeconds), '-hls_playlist_type', 'vod'] : ['-hls_list_size', '10', '-hls_flags', 'delete_segments']),
+    path.join(dir, 'index.m3u8')];
+  const child = spawn(FFMPEG, args, { detached: true, stdio: 'ignore' });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    const text = await readFile(path.join(dir, 'index.m3u8'), 'utf8').catch(() => '');
+    if (vodSeconds ? text.includes('#EXT-X-ENDLIST') : (text.match(/^index\d+\.ts$/gm) ?? []).length >= 3) break;
+    await sleep(200);
+  }
+  return { stop: async () => { killGroup(child.pid); await exited; }, exited };
+}
+
+export async function run(): Promise<unknown> {
+  if (skipWithoutGstreamer) return { skipped: skipWithoutGstreamer };
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-players-bench-'));
+  const upstream = await startUpstream();
+  const channelNames = Array.from({ length: RUNS * ELEMENTS.length }, (_, i) => `Cold${i}`);
+  await writeFile(path.join(dir, 'tv.m3u'), m3u([...channelNames, 'Rec'].map((name, i) => ({ name, tvgId: name.toLowerCase(), chno: String(i + 1), url: `${upstream.base}/live/${name.toLowerCase()}.ts` }))));
+  const now = Date.now();
+  await writeFile(path.join(dir, 'guide.xml'), minuteGuide(['rec'], now, -5, 10));
+  const host = await createTestHost({
+    listen: true,
+    plugins: {
+      'live-tv': { initialImport: 'await', idleTimeout: '60s', readyTimeout: '30s' },
+      'm3u-tuner': { sources: [{ name: 'Main', url: path.join(dir, 'tv.m3u'), maxStreams: 50 }] },
+      'xmltv-guide': { sources: [{ url: path.join(dir, 'guide.xml') }], maxAge: '100000d' },
+      dvr: { path: path.join(dir, 'recordings'), prePadding: '0s', postPadding: '0s' },
+    },
+  });
+  const refLiveDir = await mkdtemp(path.join(dir, 'ref-live-'));
+  const refVodDir = await mkdtemp(path.join(dir, 'ref-vod-'));
+  const refLive = await staticServer(refLiveDir);
+  const refVod = await staticServer(refVodDir);
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    const token = encodeURIComponent(host.adminToken);
+    const api = async (url: string, init?: RequestInit) => (await fetch(host.url + url, { ...init, headers: { authorization: `Bearer ${host.adminToken}`, 'content-type': 'application/json' } })).json() as Promise<any>;
+    const channels: { id: number; name: string }[] = (await api('/channels')).channels;
+    const idOf = (name: string) => channels.find((c) => c.name === name)!.id;
+
+    // The recording: next minute's programme on Rec (a whole minute), recorded while live is measured.
+    const guide = await guideByName((u) => api(u));
+    const next = programmeAt(guide, 'Rec', minuteAt(Date.now(), 1));
+    const created = await api('/recordings', { method: 'POST', body: JSON.stringify({ channel_id: next.channelId, program_id: next.programme.id }) });
+    const vodRef = ffmpegHls(`${upstream.base}/live/refvod.ts`, refVodDir, 30);
+    const liveRef = await ffmpegHls(`${upstream.base}/live/reflive.ts`, refLiveDir);
+    stops.push(liveRef.stop);
+
+    const live: Record<string, Sample[]> = {};
+    const add = (key: string, s: Sample) => { (live[key] ??= []).push(s); };
+    let cold = 0;
+    for (let runIndex = 0; runIndex < RUNS; runIndex++) {
+      for (const element of runIndex % 2 ? [...ELEMENTS].reverse() : ELEMENTS) {
+        const url = `${host.url}/watch/live/${idOf(channelNames[cold++])}?api_key=${token}`;
+        const ref = `${refLive.base}/index.m3u8`;
+        if (runIndex % 2) add(`ffmpeg-hls-live/${element}`, await measure(ref, element));
+        add(`antenna-live-cold/${element}`, await measure(url, element, 10));
+        add(`antenna-live-warm/${element}`, await measure(url, element));
+        if (!(runIndex % 2)) add(`ffmpeg-hls-live/${element}`, await measure(ref, element));
+      }
+    }
+
+    await (await vodRef).exited;
+    let rec = await api(`/recordings/${created.id}`);
+    for (const deadline = Date.parse(next.programme.stop) + MINUTE; Date.now() < deadline && ['scheduled', 'recording'].includes(rec.status); await sleep(1000)) {
+      rec = await api(`/recordings/${created.id}`);
+    }
+    const recorded: Record<string, Sample[]> = {};
+    const addRec = (key: string, s: Sample) => { (recorded[key] ??= []).push(s); };
+    for (let runIndex = 0; runIndex < RUNS; runIndex++) {
+      for (const element of ELEMENTS) {
+        const ours = `${host.url}/watch/recording/${created.id}?api_key=${token}`;
+        const ref = `${refVod.base}/index.m3u8`;
+        if (runIndex % 2) addRec(`ffmpeg-hls-vod/${element}`, await measure(ref, element));
+        addRec(`antenna-recording/${element}`, await measure(ours, element));
+        if (!(runIndex % 2)) addRec(`ffmpeg-hls-vod/${element}`, await measure(ref, element));
+      }
+    }
+    return {
+      live: Object.fromEntries(Object.entries(live).map(([k, v]) => [k, summary(v)])),
+      recording: { status: rec.status, seconds: rec.duration, ...Object.fromEntries(Object.entries(recorded).map(([k, v]) => [k, summary(v)])) },
+    };
+  } finally {
+    for (const stop of stops) await stop();
+    await host.close();
+    await refLive.close();
+    await refVod.close();
+    await upstream.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
