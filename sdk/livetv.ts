@@ -128,7 +128,7 @@ export interface GuideSource {
 }
 
 /**
- * Tuners are added during init; after start (SDK 1.2) a plugin whose sources
+ * Tuners are added during init; after start a plugin whose sources
  * changed may add and remove its tuners: an added one is imported at once and
  * refreshed on its schedule, a removed one's channels are hidden (they keep
  * their ids for when it returns). Adding a tuner with the id of one just

@@ -96,7 +96,7 @@ export const coreServices = {
   transcodes: createServiceRef<TranscodeBudget>('core.transcodes'),
   /** Playlists and guides by path or URL: gzip, credentials, timeouts and size limits handled. */
   sources: createServiceRef<SourceReader>('core.sources'),
-  /** The plugin's block of the config file: change it at runtime, apply changes without a restart (SDK 1.2). */
+  /** The plugin's block of the config file: change it at runtime, apply changes without a restart. */
   settings: createServiceRef<PluginSettings>('core.settings') as SettingsServiceRef,
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */
   container: createServiceRef<DependencyContainer>('core.container'),

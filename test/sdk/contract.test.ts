@@ -4,7 +4,7 @@
  * - init's config is typed by the plugin's configSchema (a wrong use fails tsc);
  * - plugins written for SDK 1.0 (the examples as they were, and one using
  *   live-tv's and vod's 1.0 names) compile and work unchanged under 1.1 and 1.2;
- * - coreServices.settings (SDK 1.2) is typed by the schema like the config.
+ * - coreServices.settings is typed by the schema like the config.
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
