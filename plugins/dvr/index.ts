@@ -9,7 +9,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  coreServices, dashPackagerService, definePlugin, Duration, hlsPackagerService, liveTvService, parseDuration, Type, vodCatalogService, vodExtensionPoint,
+  coreServices, dashPackagerService, definePlugin, Duration, hlsPackagerService, liveTvService, parseDuration, Type, vodCatalogService, vodExtensionPoint, type AuthUser,
 } from 'antenna/sdk';
 import { RecordingItems, toCatalogItem } from './catalog-items.js';
 import { Dvr, START_TASK_KIND } from './dvr.js';
@@ -60,8 +60,10 @@ export default definePlugin({
         const items = new RecordingItems(dvr, auth);
         items.libraryId = await vod.addLibrary({ name: 'Recordings', source: items });
         dvr.onPlay((user, rec) => catalog.reportPlay(user, toCatalogItem(rec, items.libraryId)));
-        recordingRoutes(http, { auth, dvr });
-        watchRoutes(http, { auth, dvr, recorder, hls, dash, host, now });
+        // Recordings are the items of the Recordings library: its grant decides who may use them.
+        const mayUse = (user: AuthUser) => auth.canAccessLibrary(user, items.libraryId);
+        recordingRoutes(http, { auth, dvr, mayUse });
+        watchRoutes(http, { auth, dvr, recorder, hls, dash, host, now, mayUse });
         scheduler.handle(START_TASK_KIND, (task) => dvr.startDue(Number((task.payload as { id: unknown }).id)));
 
         lifecycle.onStart(async () => {

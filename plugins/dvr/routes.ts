@@ -1,4 +1,4 @@
-import { errors, Type, type AuthService, type HttpScope } from 'antenna/sdk';
+import { errors, Type, type AuthService, type AuthUser, type HttpScope } from 'antenna/sdk';
 import type { Dvr } from './dvr.js';
 import { RecordingSchema, recordingView } from './model.js';
 
@@ -9,9 +9,19 @@ const CreateBody = Type.Object({
   program_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'A programme id from GET /programs' }),
 }, { additionalProperties: false });
 
-/** GET/POST /recordings, GET/DELETE /recordings/{id}. Recordings are the household's: every user sees them all. */
-export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr }): void {
-  const { auth, dvr } = deps;
+/**
+ * GET/POST /recordings, GET/DELETE /recordings/{id}. Recordings are the household's: every
+ * user granted the Recordings library sees them all; to others they do not exist (404, an
+ * empty list), and they may not schedule any (403).
+ */
+export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; mayUse: (user: AuthUser) => boolean }): void {
+  const { auth, dvr, mayUse } = deps;
+  /** The caller, when granted the Recordings library; else 404 like an unknown recording. */
+  const granted = (request: Parameters<AuthService['requireUser']>[0], id: number) => {
+    const user = auth.requireUser(request);
+    if (!mayUse(user)) throw errors.notFound(`No recording ${id}`);
+    return user;
+  };
 
   http.get('/recordings', {
     schema: {
@@ -19,7 +29,7 @@ export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr:
       response: { 200: Type.Array(RecordingSchema), 401: ErrorBody },
     },
   }, async (request) => {
-    auth.requireUser(request);
+    if (!mayUse(auth.requireUser(request))) return [];
     return (await dvr.list()).map(recordingView);
   });
 
@@ -30,8 +40,8 @@ export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr:
       response: { 200: RecordingSchema, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
   }, async (request) => {
-    auth.requireUser(request);
     const { id } = request.params as { id: number };
+    granted(request, id);
     const rec = await dvr.get(id);
     if (!rec) throw errors.notFound(`No recording ${id}`);
     return recordingView(rec);
@@ -45,10 +55,11 @@ export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr:
         '(sharing the upstream with anyone watching the channel). 400: the programme is over or the body is malformed; ' +
         '404: unknown channel or no such programme on it; 409: the programme is recorded already, or the tuner has no free stream during it (the message names the recordings in the way).',
       body: CreateBody,
-      response: { 201: RecordingSchema, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+      response: { 201: RecordingSchema, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
     },
   }, async (request, reply) => {
     const user = auth.requireUser(request);
+    if (!mayUse(user)) throw errors.forbidden('Recordings are not among your libraries');
     const { channel_id, program_id } = request.body as { channel_id: number; program_id: number };
     const rec = await dvr.create(user, channel_id, program_id);
     return reply.code(201).send(recordingView(rec));
@@ -62,8 +73,8 @@ export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr:
       response: { 200: Type.Object({ ok: Type.Boolean() }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
     },
   }, async (request) => {
-    const user = auth.requireUser(request);
-    await dvr.remove(user, (request.params as { id: number }).id);
+    const { id } = request.params as { id: number };
+    await dvr.remove(granted(request, id), id);
     return { ok: true };
   });
 }

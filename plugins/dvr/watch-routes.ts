@@ -23,25 +23,30 @@ const CACHED_RECORDINGS = 32;
 
 interface Media { rec: Recording; parts: Part[]; complete: boolean }
 
-export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr; recorder: Recorder; hls: HlsPackager; dash: DashPackager; host: HostInfo; now: () => number }): void {
-  const { auth, dvr, recorder, hls, dash, host, now } = deps;
+export function watchRoutes(http: HttpScope, deps: {
+  auth: AuthService; dvr: Dvr; recorder: Recorder; hls: HlsPackager; dash: DashPackager; host: HostInfo; now: () => number;
+  /** Whether the user is granted the Recordings library (else every recording answers 404). */
+  mayUse: (user: AuthUser) => boolean;
+}): void {
+  const { auth, dvr, recorder, hls, dash, host, now, mayUse } = deps;
   const scope = (request: FastifyRequest) => `recording:${(request.params as { id: unknown }).id}`;
   const config = { auth: 'media' as const, mediaScope: scope };
   const keyFor = (user: AuthUser, id: number) => auth.signMediaKey(user, `recording:${id}`);
   /** Parts of finished recordings, read from disk once (they never change). */
   const finished = new Map<number, Promise<Part[]>>();
 
-  const recording = async (id: number): Promise<Recording> => {
-    const rec = await dvr.get(id);
+  /** The recording, for a caller granted the Recordings library (a key outlives a grant: checked on every request). */
+  const recording = async (request: FastifyRequest, id: number): Promise<Recording> => {
+    const rec = mayUse(auth.requireUser(request)) ? await dvr.get(id) : undefined;
     if (!rec) throw errors.notFound(`No recording ${id}`);
     return rec;
   };
 
   /** The recording's parts now; a running one with nothing yet is waited for a little. */
-  async function media(id: number, wait: boolean): Promise<Media> {
+  async function media(request: FastifyRequest, id: number, wait: boolean): Promise<Media> {
     const deadline = Date.now() + (wait ? FIRST_MEDIA_WAIT_MS : 0);
     for (;;) {
-      const rec = await recording(id);
+      const rec = await recording(request, id);
       if (rec.status === 'scheduled') throw errors.conflict(`Recording ${id} is scheduled for ${new Date(rec.start).toISOString()}: nothing to play yet`);
       const active = rec.status === 'recording' ? recorder.active(id) : undefined;
       let parts: Part[];
@@ -74,7 +79,7 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
   async function master(request: FastifyRequest, reply: FastifyReply, format: 'hls' | 'dash') {
     const user = auth.requireUser(request);
     const { id } = request.params as { id: number };
-    const m = await media(id, true);
+    const m = await media(request, id, true);
     dvr.played(user, m.rec);
     const key = keyFor(user, id);
     if (format === 'hls') {
@@ -98,7 +103,7 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
     const { id } = request.params as { id: number };
     if (isDashOnly(request.headers['device-os'], host.dashOnly)) {
       const user = auth.requireUser(request);
-      await recording(id);
+      await recording(request, id);
       return reply.redirect(`/watch/recording/${id}/master.mpd?key=${keyFor(user, id)}`, 302);
     }
     return master(request, reply, 'hls');
@@ -123,7 +128,7 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
   }, async (request, reply) => {
     const user = auth.requireUser(request);
     const { id, playlist } = request.params as { id: number; playlist: string };
-    const m = await media(id, false);
+    const m = await media(request, id, false);
     const key = keyFor(user, id);
     const listed = presentation(m, (file) => `/watch/recording/${id}/${file}?key=${key}`);
     const rep = playlist.replace('.m3u8', '');
@@ -140,7 +145,7 @@ export function watchRoutes(http: HttpScope, deps: { auth: AuthService; dvr: Dvr
     },
   }, async (request, reply) => {
     const { id, part, file } = request.params as { id: number; part: number; file: string };
-    const rec = await recording(id);
+    const rec = await recording(request, id);
     const dir = partDir(rec.dir, part);
     const data = await readFile(path.join(dir, file)).catch(() => undefined);
     if (!data) throw errors.notFound('No such segment');

@@ -64,3 +64,33 @@ t.test('the Recordings library', async (t) => {
   expectError(t, await get(`/item/${id}`, other), 404);
   expectError(t, await get(`/watch/vod/${id}/play-info`, other), 404);
 });
+
+t.test('the Recordings library grant decides who may list, play, schedule and delete recordings', async (t) => {
+  const host = await createTestHost({ plugins: { dvr: {}, 'live-tv': { initialImport: 'skip' } } });
+  t.teardown(() => host.close());
+  const now = Date.now();
+  const [id] = await host.host.knex('dvr_recordings').insert({
+    channel_id: 1, program_id: now, tuner_id: 't', title: 'Finished', start: now - 3_600_000, stop: now - 3_540_000, status: 'completed',
+    error: null, size_bytes: 1000, duration: 60, gaps: '[]', dir: '/nowhere/finished', created_by: 1, created_at: now - 3_600_000,
+  }).returning('id').then((rows: any[]) => rows.map((r) => (typeof r === 'object' ? r.id : r)));
+  const recordings = (await host.inject({ method: 'GET', url: '/libraries', headers: host.authHeaders })).json().libraries.find((l: any) => l.name === 'Recordings');
+
+  await host.createUser('movies-only', 'movies-only-password', { libraries: ['9999'] });
+  await host.createUser('with-recordings', 'with-recordings-password', { libraries: [String(recordings.id)] });
+  const as = async (name: string) => ({ authorization: `Bearer ${await host.login(name, `${name}-password`)}` });
+  const restricted = await as('movies-only');
+  const granted = await as('with-recordings');
+  const call = (method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string>, payload?: object) => host.inject({ method, url, headers, payload });
+
+  t.same((await call('GET', '/recordings', restricted)).json(), [], 'not granted: no recordings listed');
+  expectError(t, await call('GET', `/recordings/${id}`, restricted), 404);
+  expectError(t, await call('GET', `/watch/recording/${id}`, restricted), 404, undefined, 'nor played');
+  expectError(t, await call('GET', `/watch/recording/${id}/master.mpd`, restricted), 404);
+  expectError(t, await call('GET', `/watch/recording/${id}/s/0/init-video.mp4`, restricted), 404, undefined, 'nor its segments');
+  expectError(t, await call('DELETE', `/recordings/${id}`, restricted), 404, undefined, 'nor deleted');
+  expectError(t, await call('POST', '/recordings', restricted, { channel_id: 1, program_id: 1 }), 403, /Recordings are not among your libraries/, 'nor scheduled');
+
+  t.same((await call('GET', '/recordings', granted)).json().map((r: any) => r.id), [id], 'granted: listed');
+  t.equal((await call('GET', `/recordings/${id}`, granted)).json().title, 'Finished');
+  t.equal((await call('GET', `/watch/recording/${id}`, granted)).statusCode, 409, 'and played (this one has no media on disk: 409, not 404)');
+});
