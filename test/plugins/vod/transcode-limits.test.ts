@@ -205,6 +205,7 @@ t.test('over HTTP: the attack, made-up tokens, and 50 concurrent requests from 5
     }
     const bitrates = [300_000, 500_000];
     const watch = watchEncoders();
+    const replacedBefore = logs.filter((l) => l.event === 'transcode_replaced').length;
     const started = Date.now();
     const urls = Array.from({ length: 50 }, (_, i) => `/watch/vod/${id(titles[i % titles.length]!)}/master.m3u8?maxBitrate=${bitrates[Math.floor(i / 25)]}&api_key=${users[i % 5]}`);
     const answers = await Promise.all(urls.map((url) => get(url)));
@@ -224,8 +225,11 @@ t.test('over HTTP: the attack, made-up tokens, and 50 concurrent requests from 5
     const usage = host.host.transcodes.usage();
     t.ok(usage.total <= MAX, `at most ${MAX} transcode slots held at the end (${usage.total})`);
     t.ok(Object.values(usage.byUser).every((n) => n <= PER_USER), `at most ${PER_USER} per user (${JSON.stringify(usage.byUser)})`);
+    // A user's request on the same device may replace their oldest job, so more than MAX
+    // may be answered in all; beyond the replaced ones, at most MAX.
     const served = statuses.filter((s) => s === 200).length;
-    t.ok(served >= 1 && served <= MAX, `${served} served (one job each, at most ${MAX} at once), ${statuses.filter((s) => s === 503).length} refused, in ${Date.now() - started} ms`);
+    const replaced = logs.filter((l) => l.event === 'transcode_replaced').length - replacedBefore;
+    t.ok(served >= 1 && served - replaced <= MAX, `${served} served, ${replaced} of them replaced by a newer one (at most ${MAX} at once), ${statuses.filter((s) => s === 503).length} refused, in ${Date.now() - started} ms`);
   });
 });
 
