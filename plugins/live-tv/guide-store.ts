@@ -160,10 +160,8 @@ export class GuideStore {
    * Deletes a source's programmes and guide channels of the generations `which` picks: a range
    * (`<`, `>`, `=`), as every generation from the lowest to the highest it picks goes.
    * SQLite: a generation at a time, the programmes of DELETE_CHANNELS guide channels per
-   * statement (a few tens of ms each), so other queries get the connection in between; each
-   * statement seeks the lookup index by (source_id, generation, guide_id). Chunks picked by a
-   * rowid subquery, as before, scanned that index range again each time: 650,000 programmes
-   * took 2.2-2.6 s to delete that way, 1.4-1.5 s this way (one single DELETE: 1.3-1.5 s).
+   * statement, so other queries get the one connection in between; each statement seeks the
+   * lookup index by (source_id, generation, guide_id).
    */
   private async deleteGenerations(sourceId: string, which: (q: any) => any): Promise<void> {
     const knex = this.knex;

@@ -90,9 +90,8 @@ export const migrations: Migration[] = [
   {
     name: '003_programs_no_id_index',
     async up(knex) {
-      // Programme ids are hashes: every import inserted 650,000 random keys into this index and
-      // every switch-over deleted as many, touching most of its pages in each statement (about
-      // half of the import's SQLite time). Lookups by id always name the channel too (GuideStore
+      // Programme ids are hashes: an index of them takes random inserts at every import and random
+      // deletes at every switch-over. Lookups by id always name the channel too (GuideStore
       // .program), which livetv_programs_lookup serves: one channel's rows, a few hundred.
       await knex.schema.alterTable('livetv_programs', (t) => {
         t.dropIndex(['id'], 'livetv_programs_id');
@@ -103,10 +102,9 @@ export const migrations: Migration[] = [
     name: '004_channels_by_tuner',
     async up(knex) {
       // The unique index on (tuner_id, key) goes: an import matches listed channels to rows by key
-      // itself (the snapshot holds every present row) and inserts new rows plainly, and keeping a
-      // 100,000-entry index of URLs up to date cost a quarter of a first import. SQLite serialises
-      // imports (a writer whose reads predate another's commit fails); on PostgreSQL an import locks
-      // the version row. Reads by tuner keep an index, which also finds a tuner's hidden rows.
+      // itself (the snapshot holds every row), so an index of URLs would only be kept up to date.
+      // SQLite serialises imports (a writer whose reads predate another's commit fails); on
+      // PostgreSQL an import locks the version row.
       await knex.schema.alterTable('livetv_channels', (t) => {
         t.dropUnique(['tuner_id', 'key']);
         t.index(['tuner_id', 'present'], 'livetv_channels_tuner');
