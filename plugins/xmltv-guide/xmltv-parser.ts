@@ -7,10 +7,9 @@
  * is kept, programmes leave in batches and reading pauses while the sink
  * stores a batch.
  *
- * Speed: saxes only slices text when a text handler is installed, so the
- * handler is switched on just inside the elements we keep (title, desc…) and
- * off everywhere else (the whitespace between elements, credits, ratings…).
- * The element path is a depth counter plus two small enums.
+ * saxes only slices text when a text handler is installed, so the handler is
+ * switched on just inside the elements we keep (title, desc…) and off
+ * everywhere else (the whitespace between elements, credits, ratings…).
  *
  * Rules (see shared/realdata/SOURCES.md for the files that motivated them):
  * - root must be <tv>; a DOCTYPE declaring entities is refused (no expansion);
@@ -56,11 +55,7 @@ export interface XmltvParseOptions {
 }
 
 const DEFAULT_MAX_AGE_MS = 24 * 3600 * 1000;
-/**
- * Small: a batch is parsed while saxes makes most of the garbage, and what the batch holds lives
- * until the sink has it. 2,000 programmes lived through young-generation collections into the old
- * one (which then needed mark-compacts); the sink gathers batches into statements itself.
- */
+/** Small: what a batch holds lives until the sink has it, and the sink gathers batches into statements itself. */
 const DEFAULT_BATCH_SIZE = 100;
 /** Warning messages sent to the sink; all are counted. */
 const MAX_WARNING_MESSAGES = 50;
@@ -69,9 +64,10 @@ const SNIFF_BYTES = 1024;
 /** The root element must start within this many characters (bounds DOCTYPE/prolog memory). */
 const MAX_PROLOG_CHARS = 1 << 20;
 /**
- * The longest text, attribute value, comment or name read. saxes gathers each whole before
- * handing it over: one of 100 MB (a broken or hostile file) held 450 MB and went into the
- * database as a description. Real guides stay far below (descriptions: a few thousand).
+ * The longest stretch of the document without a tag, an attribute, a kept text or a CDATA
+ * section, which bounds every text, attribute value, comment and name: saxes gathers each
+ * whole before handing it over, and a broken or hostile file may hold one of 100 MB. Real
+ * guides stay far below (descriptions: a few thousand characters).
  */
 const MAX_TEXT_CHARS = 1 << 20;
 /** Attributes of one element, and elements open at once (XMLTV: a few, four deep); saxes holds both until the tag ends. */
@@ -346,7 +342,7 @@ const F_DISPLAY_NAME = 6;
 
 /** Per guide channel: what is needed for missing stops and duplicate detection. */
 interface ChannelState {
-  /** The channel id, copied (see copyTrim). */
+  /** The channel id (an own copy: see own()). */
   id: string;
   last: number;
   sorted: boolean;
@@ -360,16 +356,13 @@ interface ChannelState {
 }
 
 /**
- * Trimmed copy of a string that does not keep its source alive. Substrings of
- * the decoded chunks (saxes' text and attribute values) are V8 sliced strings
- * pointing at the whole 64 KB chunk: every programme holding one would keep
- * its chunk alive until the sink lets the batch go, so chunks would survive
- * young-generation GCs (copied, promoted, mark-compacted) and peak memory
- * would grow with batchSize. ' ' + s is a cons string; trim() flattens it into
- * a new string, then takes the substring of that copy.
+ * A copy of `s` holding only its own characters. saxes' texts and attribute values are cut from
+ * the decoded chunk they were read in, and a string cut from another may keep all of it alive:
+ * what the reader keeps to the end of the document (a guide channel's id, names and icon) would
+ * keep a chunk per channel.
  */
-function copyTrim(s: string): string {
-  return (' ' + s).trim();
+function own(s: string): string {
+  return Buffer.from(s).toString();
 }
 
 function titleHash(s: string): number {
@@ -399,6 +392,11 @@ class XmltvReader {
   private fieldRank = 0;
   private text = '';
   private rootSeen = false;
+  /** Characters written to saxes, and its position at its last event: what it gathered since is bounded by MAX_TEXT_CHARS. */
+  private written = 0;
+  private markedAt = 0;
+  /** Attributes of the tag being read. */
+  private attributes = 0;
   private rootClosed = false;
   private ending = false;
   private prologChars = 0;
@@ -452,10 +450,14 @@ class XmltvReader {
     }
     const p = this.parser;
     p.on('opentag', this.onOpen);
+    p.on('attribute', this.onAttribute);
     p.on('closetag', this.onClose);
     p.on('cdata', this.onCdata);
     p.on('doctype', this.onDoctype);
     p.on('error', this.onError);
+    // No more handlers (comments, processing instructions): each one set is a property added to
+    // the parser, and a few more make V8 keep all its properties in a slow dictionary, which made
+    // parsing several times slower. Comments count towards MAX_TEXT_CHARS with what surrounds them.
   }
 
   // ---- feeding
@@ -479,22 +481,15 @@ class XmltvReader {
       this.started = true;
     }
     if (s.length !== 0) this.parser.write(s);
+    this.written += s.length;
     if (!this.rootSeen) {
       this.prologChars += s.length;
       if (this.prologChars > MAX_PROLOG_CHARS) {
         throw new XmltvError(`not an XMLTV document: no <tv> element in the first ${MAX_PROLOG_CHARS} characters`);
       }
     }
-    // What saxes has gathered so far of the current text, attribute value or comment (`text`), name
-    // (`name`), attributes of an unfinished tag (`attribList`) and open elements (`tags`): private
-    // fields of saxes 6, read (never written) after each piece, so none grows past one piece's worth.
-    // (Optional: were a later saxes to rename them, imports would go on, and the tests of these limits fail.)
-    const gathering = this.parser as unknown as { text?: string; name?: string; attribList?: unknown[]; tags?: unknown[] };
-    if ((gathering.text?.length ?? 0) > MAX_TEXT_CHARS || (gathering.name?.length ?? 0) > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
+    if (this.written - this.markedAt > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
       throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
-    }
-    if ((gathering.attribList?.length ?? 0) > MAX_ATTRIBUTES || (gathering.tags?.length ?? 0) > MAX_DEPTH) {
-      throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes, or more than ${MAX_DEPTH} elements open at once`);
     }
     if (final) this.finish();
   }
@@ -517,15 +512,27 @@ class XmltvReader {
 
   // ---- saxes handlers (arrow functions: saxes calls them with itself as this)
 
+  private readonly mark = (): void => {
+    this.markedAt = this.parser.position;
+  };
+
   private readonly onText = (t: string): void => {
+    this.mark();
     this.text += t;
   };
 
   private readonly onCdata = (t: string): void => {
+    this.mark();
     if (this.field !== F_NONE) this.text += t;
   };
 
+  private readonly onAttribute = (): void => {
+    this.mark();
+    if (++this.attributes > MAX_ATTRIBUTES) throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes`);
+  };
+
   private readonly onDoctype = (doctype: string): void => {
+    this.mark();
     if (/<!ENTITY/i.test(doctype)) {
       throw new XmltvError('refusing XMLTV document: its DOCTYPE declares entities (<!ENTITY …>); entity expansion is not supported');
     }
@@ -557,7 +564,10 @@ class XmltvReader {
   }
 
   private readonly onOpen = (tag: SaxesTagPlain): void => {
+    this.mark();
+    this.attributes = 0;
     const d = ++this.depth;
+    if (d > MAX_DEPTH) throw new XmltvError(`malformed XMLTV document: more than ${MAX_DEPTH} elements open at once`);
     if (d === 3) {
       if (this.section === SECTION_PROGRAMME) this.openProgrammeChild(tag);
       else if (this.section === SECTION_CHANNEL) this.openChannelChild(tag);
@@ -576,6 +586,7 @@ class XmltvReader {
   };
 
   private readonly onClose = (): void => {
+    this.mark();
     const d = this.depth--;
     if (d === 3) {
       if (this.field !== F_NONE) this.endField();
@@ -607,9 +618,7 @@ class XmltvReader {
   private capture(field: number, rank: number): void {
     this.field = field;
     this.fieldRank = rank;
-    // The leading space makes the accumulated text a cons string, so that
-    // trim() in endField flattens it into a fresh copy: see copyTrim.
-    this.text = ' ';
+    this.text = '';
     this.textOn();
   }
 
@@ -637,7 +646,7 @@ class XmltvReader {
       case 'icon':
         if (this.icon === undefined) {
           const src = tag.attributes.src;
-          if (src) this.icon = copyTrim(src) || undefined;
+          if (src) this.icon = src.trim() || undefined;
         }
         break;
       default:
@@ -649,7 +658,7 @@ class XmltvReader {
     if (name === 'display-name') this.capture(F_DISPLAY_NAME, 1);
     else if (name === 'icon' && this.cIcon === undefined) {
       const src = tag.attributes.src;
-      if (src) this.cIcon = copyTrim(src) || undefined;
+      if (src) this.cIcon = own(src.trim()) || undefined;
     }
   }
 
@@ -682,7 +691,7 @@ class XmltvReader {
         this.episodeRank = this.fieldRank;
         break;
       case F_DISPLAY_NAME:
-        if (this.cNames.length < MAX_LIST) this.cNames.push(value);
+        if (this.cNames.length < MAX_LIST) this.cNames.push(own(value));
         break;
       default:
     }
@@ -700,7 +709,7 @@ class XmltvReader {
   private startChannel(tag: SaxesTagPlain): void {
     this.section = SECTION_CHANNEL;
     const id = tag.attributes.id;
-    this.cId = id ? copyTrim(id) : undefined;
+    this.cId = id ? own(id.trim()) : undefined;
     this.cNames = [];
     this.cIcon = undefined;
   }
@@ -780,7 +789,7 @@ class XmltvReader {
 
     let st = this.states.get(channel);
     if (st === undefined) {
-      const id = copyTrim(channel);
+      const id = own(channel);
       if (!this.channels.has(id)) this.countChannel();
       st = { id, last: -Infinity, sorted: true, starts: [], hashes: [], index: undefined, pending: undefined };
       this.states.set(id, st);
@@ -808,7 +817,6 @@ class XmltvReader {
     }
     if (stop === start) return this.skip(`zero length (channel ${channel}, start ${startText})`);
 
-    // Every string here is a copy (copyTrim), st.id included.
     const p: GuideProgramme = { channel: st.id, start, stop: stop ?? 0, title };
     if (this.subTitle !== undefined) p.subTitle = this.subTitle;
     if (this.desc !== undefined) p.description = this.desc;
