@@ -242,7 +242,7 @@ export class ChannelStore {
    * has been read.
    */
   async replaceTunerChannels(
-    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel | readonly TunerChannel[]>, listedCount?: (channels: number) => void,
+    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel | readonly TunerChannel[]>, listed?: (channels: number) => void,
   ): Promise<ImportCounts> {
     // The list is read before the transaction: a tuner may use the database while it yields.
     const read: StoredChannel[] = [];
@@ -257,7 +257,7 @@ export class ChannelStore {
     };
     if (Array.isArray(incoming)) for (const c of incoming) add(c);
     else for await (const c of incoming) if (Array.isArray(c)) for (const one of c) add(one); else add(c as TunerChannel);
-    listedCount?.(read.length);
+    listed?.(read.length);
     const list = withFinalKeys(read, sharedKeys);
 
     const trx = await this.knex.transaction();
