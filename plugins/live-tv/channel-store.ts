@@ -87,11 +87,11 @@ class StoredChannel implements Channel {
       r.groups, r.extra, r.data, hiddenAt);
   }
 
-  /** A channel as the tuner lists it, before the import gives it its id and assigned number. */
-  static listed(tunerId: string, c: TunerChannel): StoredChannel {
+  /** A channel as the tuner lists it, before the import gives it its id and assigned number; `shared` may give a text already held. */
+  static listed(tunerId: string, c: TunerChannel, shared: (text: string) => string): StoredChannel {
     return new StoredChannel(0, tunerId, c.key, c.name.slice(0, 512) || c.key.slice(0, 512), c.number?.trim().slice(0, 32) || null, null,
       c.tvgId?.trim() || null, c.tvgName ?? null, c.logo || null,
-      JSON.stringify(c.groups ?? []), JSON.stringify(c.extra ?? {}), JSON.stringify(c.data ?? {}), null);
+      shared(JSON.stringify(c.groups ?? [])), shared(JSON.stringify(c.extra ?? {})), JSON.stringify(c.data ?? {}), null);
   }
 
   get number(): string { return this.given ?? this.assigned ?? ''; }
@@ -232,6 +232,38 @@ export class ChannelStore {
   }
 
   /**
+   * The tuner's list, each channel as it would be stored (without its id and assigned number
+   * yet), by the key it is stored under (withFinalKeys). Read before the import's transaction:
+   * a tuner may use the database while it yields.
+   */
+  private async readList(
+    tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel | readonly TunerChannel[]>,
+  ): Promise<{ list: StoredChannel[]; duplicates: number }> {
+    const read: StoredChannel[] = [];
+    const sharedKeys: (string | undefined)[] = [];
+    // Most channels share their groups and extra attributes: one string for each, not one per channel.
+    const texts = new Map<string, string>();
+    const shared = (text: string) => {
+      const known = texts.get(text);
+      if (known !== undefined) return known;
+      if (texts.size < 10_000) texts.set(text, text);
+      return text;
+    };
+    const add = (c: TunerChannel) => {
+      // Thrown from inside the for-await below, which ends the tuner's iteration (m3u-tuner stops reading).
+      if (read.length === this.maxChannels) {
+        throw errors.payloadTooLarge(`lists more than ${this.maxChannels} channels (live-tv's maxChannelsPerTuner)`);
+      }
+      read.push(StoredChannel.listed(tunerId, c, shared));
+      sharedKeys.push(c.keyIfShared);
+    };
+    if (Array.isArray(incoming)) for (const c of incoming) add(c);
+    else for await (const c of incoming) if (Array.isArray(c)) for (const one of c) add(one); else add(c as TunerChannel);
+    const list = withFinalKeys(read, sharedKeys);
+    return { list, duplicates: read.length - list.length };
+  }
+
+  /**
    * Makes the tuner's channels exactly `incoming`: known keys keep their ids,
    * new keys get new ids, keys no longer listed are hidden (not deleted, so a
    * channel that comes back keeps its id, favorites and recordings).
@@ -244,21 +276,8 @@ export class ChannelStore {
   async replaceTunerChannels(
     tunerId: string, incoming: TunerChannel[] | AsyncIterable<TunerChannel | readonly TunerChannel[]>, listed?: (channels: number) => void,
   ): Promise<ImportCounts> {
-    // The list is read before the transaction: a tuner may use the database while it yields.
-    const read: StoredChannel[] = [];
-    const sharedKeys: (string | undefined)[] = [];
-    const add = (c: TunerChannel) => {
-      // Thrown from inside the for-await below, which ends the tuner's iteration (m3u-tuner stops reading).
-      if (read.length === this.maxChannels) {
-        throw errors.payloadTooLarge(`lists more than ${this.maxChannels} channels (live-tv's maxChannelsPerTuner)`);
-      }
-      read.push(StoredChannel.listed(tunerId, c));
-      sharedKeys.push(c.keyIfShared);
-    };
-    if (Array.isArray(incoming)) for (const c of incoming) add(c);
-    else for await (const c of incoming) if (Array.isArray(c)) for (const one of c) add(one); else add(c as TunerChannel);
-    listed?.(read.length);
-    const list = withFinalKeys(read, sharedKeys);
+    const { list, duplicates } = await this.readList(tunerId, incoming);
+    listed?.(list.length + duplicates);
 
     const trx = await this.knex.transaction();
     try {
@@ -322,7 +341,7 @@ export class ChannelStore {
         this.checkedAt = 0; // our own change: look again on the next read
         this.keep(snapshotOf(version + 1, lists, this.tunerIds()));
       }
-      return { channels: list.length, added: nextId - firstNewId, removed, duplicates: read.length - list.length };
+      return { channels: list.length, added: nextId - firstNewId, removed, duplicates };
     } catch (err) {
       if (!trx.isCompleted()) await trx.rollback();
       throw err;
