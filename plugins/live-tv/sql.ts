@@ -16,14 +16,16 @@ const JSON_ROWS = 10_000;
  *
  * On SQLite the rows go as one JSON text per statement, which SQLite takes apart itself
  * (jsonb_each hands each row over parsed): node-sqlite3 binds each value on the main thread, about
- * a microsecond apiece, and a playlist or guide import binds millions. Elsewhere, multi-row VALUES.
+ * a microsecond apiece, and a playlist or guide import has millions. Elsewhere, multi-row VALUES.
  */
 export async function insertRows(db: Database, table: string, columns: readonly string[], rows: readonly unknown[][], tail = ''): Promise<void> {
   const into = `INSERT INTO ${table} (${columns.join(', ')})`;
   if (isSqlite(db)) {
+    // The JSON goes as UTF-8 bytes, cast back to TEXT (jsonb_each would read a BLOB as JSONB):
+    // node-sqlite3 converts a bound string on the main thread, a Buffer it copies once.
     // WHERE true: without it SQLite would read an ON CONFLICT as the join's constraint.
-    const sql = `${into} SELECT ${columns.map((_, i) => `value->>${i}`).join(', ')} FROM jsonb_each(?) WHERE true ${tail}`;
-    for (let i = 0; i < rows.length; i += JSON_ROWS) await db.raw(sql, [JSON.stringify(rows.slice(i, i + JSON_ROWS))]);
+    const sql = `${into} SELECT ${columns.map((_, i) => `value->>${i}`).join(', ')} FROM jsonb_each(CAST(? AS TEXT)) WHERE true ${tail}`;
+    for (let i = 0; i < rows.length; i += JSON_ROWS) await db.raw(sql, [Buffer.from(JSON.stringify(rows.slice(i, i + JSON_ROWS)))]);
     return;
   }
   const perStatement = Math.floor(MAX_VALUES / columns.length);
