@@ -134,8 +134,8 @@ const isUtf16Le = (bytes: Buffer): boolean => bytes[0] === 0xff && bytes[1] === 
  * (and then contain commas and spaces) or bare (ending at whitespace, or at a comma when
  * stopAtComma). Keys are lower-cased. Returns where the first comma outside quotes is (the
  * #EXTINF name separator), or `end`. An unterminated quote runs to the end of the line.
- * `line` is the line from `start` read as Latin-1, where keys are taken from (most are ASCII:
- * one decoding per line rather than one per key).
+ * `line` is the line from `start` read as Latin-1, where ASCII keys (nearly all) are taken from:
+ * one decoding per line rather than one per key.
  */
 function readAttrs(b: Buffer, line: string, start: number, i: number, end: number, attrs: Record<string, string>, stopAtComma: boolean): number {
   // Where a key (or a bare value, `key` false) ends: whitespace, a comma when stopAtComma, '=' after a key.
@@ -143,15 +143,19 @@ function readAttrs(b: Buffer, line: string, start: number, i: number, end: numbe
     const c = b[at];
     return (key && c === EQ) || (stopAtComma && c === COMMA) || wsAt(b, at, end) > 0;
   };
+  /** Past the printable ASCII bytes that cannot end a key or value (nearly all), from `at`. */
+  const plain = (at: number): number => {
+    for (let c; at < end && (c = b[at]) > SPACE && c < 0x80 && c !== EQ && c !== COMMA; at++);
+    return at;
+  };
   while ((i = skipWs(b, i, end)) < end) {
     if (stopAtComma && b[i] === COMMA) return i;
     const keyStart = i;
-    while (i < end && !ends(i, true)) i++;
+    let ascii = true;
+    for (i = plain(i); i < end && !ends(i, true); i++) if (b[i] >= 0x80) ascii = false;
     if (i === keyStart) { i++; continue; } // a lone comma when !stopAtComma
     if (i >= end || b[i] !== EQ) continue; // a bare word without '=': not an attribute
-    let key = line.slice(keyStart - start, i - start);
-    if (/[^\x00-\x7f]/.test(key)) key = b.toString('utf8', keyStart, i);
-    key = key.toLowerCase();
+    const key = (ascii ? line.slice(keyStart - start, i - start) : b.toString('utf8', keyStart, i)).toLowerCase();
     i++;
     let value: string;
     if (i < end && (b[i] === DQUOTE || b[i] === SQUOTE)) {
@@ -163,7 +167,7 @@ function readAttrs(b: Buffer, line: string, start: number, i: number, end: numbe
       i = close + 1;
     } else {
       const valueStart = i;
-      while (i < end && !ends(i, false)) i++;
+      for (i = plain(i); i < end && !ends(i, false); i++);
       value = b.toString('utf8', valueStart, i);
     }
     if (key !== '__proto__') attrs[key] = value;
