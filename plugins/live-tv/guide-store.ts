@@ -58,8 +58,11 @@ const WEB_URL = /^https?:\/\/\S+$/i;
 
 /** Guide channels whose programmes one DELETE removes (~30,000 programmes for a 14-day guide). */
 const DELETE_CHANNELS = 100;
-/** Programmes gathered before they are inserted (a few statements' worth): each INSERT is a commit, and few, large ones cost the database less. */
-const PROGRAMS_PER_INSERT = 5000;
+/**
+ * Programmes per INSERT (about a MB of JSON): each is a commit, and few, large ones cost the
+ * database less, while a larger one holds SQLite's one connection longer from other requests.
+ */
+const PROGRAMS_PER_INSERT = 2000;
 const MAX_WARNINGS_LOGGED = 20;
 
 /**
