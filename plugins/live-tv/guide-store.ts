@@ -59,10 +59,11 @@ const WEB_URL = /^https?:\/\/\S+$/i;
 /** Guide channels whose programmes one DELETE removes (~30,000 programmes for a 14-day guide). */
 const DELETE_CHANNELS = 100;
 /**
- * Programmes per INSERT (about a MB of JSON): each is a commit, and few, large ones cost the
- * database less, while a larger one holds SQLite's one connection longer from other requests.
+ * Programmes per INSERT (about 100 KB of JSON). Their texts are cut from the guide's decoded text,
+ * and gathered by the thousand they outlived V8's young generation with the pieces of text they
+ * were cut from: a 500-channel import peaked 50-70 MB higher.
  */
-const PROGRAMS_PER_INSERT = 2000;
+const PROGRAMS_PER_INSERT = 200;
 const MAX_WARNINGS_LOGGED = 20;
 
 /**
@@ -105,10 +106,17 @@ export class GuideStore {
 
     const channels = new Map<string, { names: string[]; icon?: string }>();
     let warnings = 0;
+    // Programmes are stored (SQLite works in libuv's pool) while the source reads the next ones (on
+    // the main thread), one INSERT at a time: an import takes about as long as the longer of the
+    // two, not their sum. A failed INSERT fails the next store().
     let rows: unknown[][] = [];
+    let storing: Promise<void> = Promise.resolve();
     const store = async () => {
-      await insertRows(knex, 'livetv_programs', PROGRAM_COLUMNS, rows);
+      const batch = rows;
       rows = [];
+      await storing;
+      storing = insertRows(knex, 'livetv_programs', PROGRAM_COLUMNS, batch);
+      storing.catch(() => {}); // awaited by the next store(); not an unhandled rejection meanwhile
     };
     const write = async (batch: GuideProgramme[]) => {
       for (const p of batch) {
@@ -144,10 +152,12 @@ export class GuideStore {
         },
       });
       await store();
+      await storing;
       signal.throwIfAborted();
       await insertRows(knex, 'livetv_guide_channels', ['source_id', 'generation', 'guide_id', 'names', 'icon'],
         [...channels].map(([guideId, c]) => [source.id, generation, guideId, JSON.stringify(c.names), c.icon ?? null]));
     } catch (err) {
+      await storing.catch(() => {});
       await this.deleteGenerations(source.id, (q) => q.where('generation', generation));
       throw err;
     }
