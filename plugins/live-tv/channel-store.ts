@@ -336,10 +336,13 @@ export class ChannelStore {
       const written = changed.length + forgotten.length > 0;
       // Nothing written, no new version: no process reloads its snapshot for an identical playlist.
       if (written) await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
-      await trx.commit();
-      if (written) {
+      // The new snapshot is made while SQLite commits (sorting 100,000 channels takes a while).
+      const committing = trx.commit();
+      const snapshot = written ? snapshotOf(version + 1, lists, this.tunerIds()) : undefined;
+      await committing;
+      if (snapshot) {
         this.checkedAt = 0; // our own change: look again on the next read
-        this.keep(snapshotOf(version + 1, lists, this.tunerIds()));
+        this.keep(snapshot);
       }
       return { channels: list.length, added: nextId - firstNewId, removed, duplicates };
     } catch (err) {
