@@ -64,10 +64,9 @@ const SNIFF_BYTES = 1024;
 /** The root element must start within this many characters (bounds DOCTYPE/prolog memory). */
 const MAX_PROLOG_CHARS = 1 << 20;
 /**
- * The longest stretch of the document without a tag, an attribute, a kept text or a CDATA
- * section, which bounds every text, attribute value, comment and name: saxes gathers each
- * whole before handing it over, and a broken or hostile file may hold one of 100 MB. Real
- * guides stay far below (descriptions: a few thousand characters).
+ * The longest text, attribute value, comment or name saxes may gather: it gathers each whole
+ * before handing it over, and a broken or hostile file may hold one of 100 MB. Real guides stay
+ * far below (descriptions: a few thousand characters).
  */
 const MAX_TEXT_CHARS = 1 << 20;
 /** Attributes of one element, and elements open at once (XMLTV: a few, four deep); saxes holds both until the tag ends. */
@@ -392,9 +391,14 @@ class XmltvReader {
   private fieldRank = 0;
   private text = '';
   private rootSeen = false;
-  /** Characters written to saxes, and its position at its last event: what it gathered since is bounded by MAX_TEXT_CHARS. */
+  /**
+   * Characters written to saxes; its position at its last event; and where the markup it may be
+   * gathering (a tag, a comment, CDATA…) began since, or -1 while it reads text outside the
+   * fields we keep, which it does not gather. Bounded by MAX_TEXT_CHARS.
+   */
   private written = 0;
   private markedAt = 0;
+  private markupFrom = -1;
   /** Attributes of the tag being read. */
   private attributes = 0;
   private rootClosed = false;
@@ -457,7 +461,7 @@ class XmltvReader {
     p.on('error', this.onError);
     // No more handlers (comments, processing instructions): each one set is a property added to
     // the parser, and a few more make V8 keep all its properties in a slow dictionary, which made
-    // parsing several times slower. Comments count towards MAX_TEXT_CHARS with what surrounds them.
+    // parsing several times slower. Comments count towards MAX_TEXT_CHARS from their '<'.
   }
 
   // ---- feeding
@@ -482,13 +486,18 @@ class XmltvReader {
     }
     if (s.length !== 0) this.parser.write(s);
     this.written += s.length;
+    if (this.markupFrom < 0) {
+      const at = s.indexOf('<', Math.max(0, this.markedAt - (this.written - s.length)));
+      if (at >= 0) this.markupFrom = this.written - s.length + at;
+    }
     if (!this.rootSeen) {
       this.prologChars += s.length;
       if (this.prologChars > MAX_PROLOG_CHARS) {
         throw new XmltvError(`not an XMLTV document: no <tv> element in the first ${MAX_PROLOG_CHARS} characters`);
       }
     }
-    if (this.written - this.markedAt > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
+    const gathering = this.field !== F_NONE ? this.written - this.markedAt : this.markupFrom < 0 ? 0 : this.written - this.markupFrom;
+    if (gathering > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
       throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
     }
     if (final) this.finish();
@@ -512,27 +521,29 @@ class XmltvReader {
 
   // ---- saxes handlers (arrow functions: saxes calls them with itself as this)
 
-  private readonly mark = (): void => {
+  /** An event: saxes handed over what it had gathered; `inMarkup` when what follows is still markup (the rest of a tag). */
+  private mark(inMarkup: boolean): void {
     this.markedAt = this.parser.position;
-  };
+    this.markupFrom = inMarkup ? this.markedAt : -1;
+  }
 
   private readonly onText = (t: string): void => {
-    this.mark();
+    this.mark(true); // at the '<' that ends the text
     this.text += t;
   };
 
   private readonly onCdata = (t: string): void => {
-    this.mark();
+    this.mark(false);
     if (this.field !== F_NONE) this.text += t;
   };
 
   private readonly onAttribute = (): void => {
-    this.mark();
+    this.mark(true);
     if (++this.attributes > MAX_ATTRIBUTES) throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes`);
   };
 
   private readonly onDoctype = (doctype: string): void => {
-    this.mark();
+    this.mark(false);
     if (/<!ENTITY/i.test(doctype)) {
       throw new XmltvError('refusing XMLTV document: its DOCTYPE declares entities (<!ENTITY …>); entity expansion is not supported');
     }
@@ -564,7 +575,7 @@ class XmltvReader {
   }
 
   private readonly onOpen = (tag: SaxesTagPlain): void => {
-    this.mark();
+    this.mark(false);
     this.attributes = 0;
     const d = ++this.depth;
     if (d > MAX_DEPTH) throw new XmltvError(`malformed XMLTV document: more than ${MAX_DEPTH} elements open at once`);
@@ -586,7 +597,7 @@ class XmltvReader {
   };
 
   private readonly onClose = (): void => {
-    this.mark();
+    this.mark(false);
     const d = this.depth--;
     if (d === 3) {
       if (this.field !== F_NONE) this.endField();
