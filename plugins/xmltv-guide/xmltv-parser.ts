@@ -1,7 +1,7 @@
 /**
  * Streaming XMLTV reader for the xmltv-guide plugin.
  *
- * Bytes in (plain or gzip, any encoding TextDecoder knows), GuideChannel /
+ * Bytes in (any encoding TextDecoder knows), GuideChannel /
  * GuideProgramme batches out, without ever holding the document: the input is
  * decoded chunk by chunk and pushed through saxes; only the element being read
  * is kept, programmes leave in batches and reading pauses while the sink
@@ -33,9 +33,8 @@
  *   display names); a duplicate id appearing later is merged and sent again
  *   (the sink must treat channel() as an upsert).
  */
-import { Readable, pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { TextDecoder } from 'node:util';
-import { createGunzip } from 'node:zlib';
 import { SaxesParser } from 'saxes';
 import type { SaxesTagPlain } from 'saxes';
 import type { GuideChannel, GuideLoadResult, GuideProgramme, GuideSink } from '../../sdk/livetv.js';
@@ -50,8 +49,10 @@ export interface XmltvParseOptions {
   now?: number;
   /** Programmes per sink.programmes() call (default 100). */
   batchSize?: number;
-  /** When known, progress = bytes read / totalBytes (compressed bytes for gzip input). */
+  /** When known, progress = bytesRead() / totalBytes. */
   totalBytes?: number;
+  /** Bytes of totalBytes read so far (the compressed ones, for a gzip source); default: the bytes parsed. */
+  bytesRead?: () => number;
 }
 
 const DEFAULT_MAX_AGE_MS = 24 * 3600 * 1000;
@@ -197,7 +198,7 @@ export function parseXmltvTime(value: string): number | undefined {
 }
 
 // ---------------------------------------------------------------------------
-// Input: gzip detection, encoding sniffing
+// Input: encoding sniffing
 
 /** Encoding label from a BOM or the XML declaration in the first bytes; utf-8 when neither says. */
 export function sniffXmlEncoding(head: Uint8Array): string {
@@ -209,17 +210,6 @@ export function sniffXmlEncoding(head: Uint8Array): string {
   const label = m ? m[2]!.toLowerCase() : 'utf-8';
   // A declaration readable as ASCII cannot be UTF-16 without a BOM: the label lies.
   return label.startsWith('utf-16') || label === 'unicode' ? 'utf-8' : label;
-}
-
-async function* prepend(first: Buffer[], rest: AsyncIterator<Buffer | string>, counter: { bytes: number }): AsyncGenerator<Buffer> {
-  for (const b of first) yield b;
-  for (;;) {
-    const r = await rest.next();
-    if (r.done) return;
-    const chunk = typeof r.value === 'string' ? Buffer.from(r.value) : r.value;
-    counter.bytes += chunk.length;
-    yield chunk;
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -918,104 +908,57 @@ function isDuplicate(st: ChannelState, start: number, hash: number): boolean {
 // Entry point
 
 /**
- * Reads an XMLTV document (raw bytes, maybe gzip) into the sink. Resolves with
- * the counts; rejects (XmltvError, AbortError, or the stream's/sink's error)
- * when the document is unusable, in which case the caller keeps its old guide.
+ * Reads an XMLTV document (its bytes, as the sources service gives them: already
+ * gunzipped) into the sink. Resolves with the counts; rejects (XmltvError,
+ * AbortError, or the stream's/sink's error) when the document is unusable, in
+ * which case the caller keeps its old guide.
  */
-export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, options: XmltvParseOptions = {}): Promise<GuideLoadResult> {
+export async function parseXmltv(input: AsyncIterable<Buffer>, sink: GuideSink, options: XmltvParseOptions = {}): Promise<GuideLoadResult> {
   const { signal } = options;
-  if (signal?.aborted) throw abortError(signal);
+  signal?.throwIfAborted();
   const reader = new XmltvReader(sink, options);
-  const counter = { bytes: 0 };
   const total = options.totalBytes !== undefined && options.totalBytes > 0 ? options.totalBytes : undefined;
+  let fed = 0;
+  const bytesRead = options.bytesRead ?? (() => fed);
   let lastProgress = 0;
-
-  const raw = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
-  let gunzip: ReturnType<typeof createGunzip> | undefined;
-  const onAbort = (): void => {
-    const err = abortError(signal!);
-    gunzip?.destroy(err);
-    (input as Partial<Readable>).destroy?.(err);
-  };
+  // A source that is a stream stops waiting for its next bytes at once.
+  const onAbort = (): void => void (input as Partial<Readable>).destroy?.(abortError(signal!));
   signal?.addEventListener('abort', onAbort, { once: true });
 
   const flush = async (): Promise<void> => {
     while (reader.full.length !== 0) {
-      const batch = reader.full.shift()!;
-      await sink.programmes(batch);
-      if (signal?.aborted) throw abortError(signal);
+      await sink.programmes(reader.full.shift()!);
+      signal?.throwIfAborted();
     }
   };
 
+  // The encoding is sniffed from the first bytes (BOM or XML declaration).
+  let decoder: TextDecoder | undefined;
+  let head: Buffer[] = [];
+  let headLength = 0;
+  const startDecoding = (): string => {
+    const buf = Buffer.concat(head);
+    head = [];
+    let label = sniffXmlEncoding(buf);
+    try {
+      decoder = new TextDecoder(label, { fatal: false });
+    } catch {
+      reader.warn(`unknown encoding "${label}", decoding as UTF-8`);
+      label = 'utf-8';
+      decoder = new TextDecoder(label, { fatal: false });
+    }
+    return decoder.decode(buf, { stream: true });
+  };
+
   try {
-    // Peek at the first bytes for the gzip magic.
-    const head: Buffer[] = [];
-    let headLength = 0;
-    let firstString: string | undefined;
-    while (headLength < 2) {
-      const r = await raw.next();
-      if (r.done) break;
-      if (typeof r.value === 'string') {
-        if (head.length === 0) firstString = r.value;
-        else head.push(Buffer.from(r.value));
-        break;
-      }
-      head.push(r.value);
-      headLength += r.value.length;
-      counter.bytes += r.value.length;
-    }
-    let source: AsyncIterable<Buffer | string>;
-    if (firstString !== undefined) {
-      // A stream in string mode (setEncoding): already decoded, no sniffing.
-      const first = firstString;
-      source = (async function* () {
-        counter.bytes += first.length;
-        yield first;
-        for (;;) {
-          const r = await raw.next();
-          if (r.done) return;
-          counter.bytes += r.value.length;
-          yield typeof r.value === 'string' ? r.value : r.value.toString('utf8');
-        }
-      })();
-    } else {
-      const first = Buffer.concat(head);
-      const bytes = prepend(first.length !== 0 ? [first] : [], raw, counter);
-      if (first[0] === 0x1f && first[1] === 0x8b) {
-        const gz = (gunzip = createGunzip());
-        pipeline(Readable.from(bytes, { objectMode: false }), gz, () => { /* errors surface through the iteration of gz */ });
-        source = gz;
-      } else {
-        source = bytes;
-      }
-    }
-
-    let decoder: TextDecoder | undefined;
-    let pending: Buffer[] = [];
-    let pendingLength = 0;
-    const startDecoding = (): string => {
-      const buf = Buffer.concat(pending);
-      pending = [];
-      let label = sniffXmlEncoding(buf);
-      try {
-        decoder = new TextDecoder(label, { fatal: false });
-      } catch {
-        reader.warn(`unknown encoding "${label}", decoding as UTF-8`);
-        label = 'utf-8';
-        decoder = new TextDecoder(label, { fatal: false });
-      }
-      return decoder.decode(buf, { stream: true });
-    };
-
-    for await (const chunk of source) {
-      if (signal?.aborted) throw abortError(signal);
+    for await (const chunk of input) {
+      signal?.throwIfAborted();
+      fed += chunk.length;
       let text: string;
-      if (typeof chunk === 'string') {
-        text = chunk;
-      } else if (decoder === undefined) {
-        pending.push(chunk);
-        pendingLength += chunk.length;
-        if (pendingLength < SNIFF_BYTES) continue;
+      if (decoder === undefined) {
+        head.push(chunk);
+        headLength += chunk.length;
+        if (headLength < SNIFF_BYTES) continue;
         text = startDecoding();
       } else {
         text = decoder.decode(chunk, { stream: true });
@@ -1023,18 +966,16 @@ export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, 
       reader.feed(text, false);
       if (reader.full.length !== 0) await flush();
       if (total !== undefined) {
-        const fraction = Math.min(1, counter.bytes / total);
+        const fraction = Math.min(1, bytesRead() / total);
         if (fraction - lastProgress >= 0.01) {
           lastProgress = fraction;
           sink.progress(fraction, `${reader.programmes} programmes`);
         }
       }
     }
-    if (signal?.aborted) throw abortError(signal);
-    let tail = '';
-    if (decoder === undefined && firstString === undefined) tail = startDecoding();
-    if (decoder !== undefined) tail += decoder.decode();
-    reader.feed(tail, true);
+    signal?.throwIfAborted();
+    const tail = decoder === undefined ? startDecoding() : '';
+    reader.feed(tail + decoder!.decode(), true);
     await flush();
     if (reader.warnings > MAX_WARNING_MESSAGES) sink.warning(`${reader.warnings - MAX_WARNING_MESSAGES} more warnings not shown (${reader.warnings} in total)`);
     const result = reader.result();
@@ -1046,7 +987,5 @@ export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, 
     throw err;
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    gunzip?.destroy();
-    await raw.return?.();
   }
 }
