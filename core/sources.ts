@@ -94,11 +94,22 @@ export async function openSource(location: string, options: Omit<SourceOptions, 
  */
 export async function streamSource(location: string, options: SourceOptions & { maxBytes?: number } = {}): Promise<SourceChunks> {
   const opened = await openSource(location, options);
-  return { chunks: readChunks(opened, location, options.maxBytes ?? 512 * 1024 * 1024, options.signal), size: opened.size, url: opened.url };
+  const read = { bytes: 0 };
+  return {
+    chunks: readChunks(opened, location, options.maxBytes ?? 512 * 1024 * 1024, read, options.signal),
+    size: opened.size, url: opened.url, bytesRead: () => read.bytes,
+  };
 }
 
-async function* readChunks(opened: OpenedSource, location: string, maxBytes: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
-  const input = opened.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+async function* readChunks(opened: OpenedSource, location: string, maxBytes: number, read: { bytes: number }, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  const raw = opened.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const input = {
+    next: async (): Promise<IteratorResult<Buffer>> => {
+      const r = await raw.next();
+      if (!r.done) read.bytes += r.value.length;
+      return r;
+    },
+  };
   let gunzip: ReturnType<typeof createGunzip> | undefined;
   let total = 0;
   const counted = (chunk: Buffer): Buffer => {

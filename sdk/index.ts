@@ -14,8 +14,6 @@ export type { ConfigServiceRef, SettingsServiceRef, ServiceRef, ExtensionPointRe
 export { AppError, errors, isAppError } from './errors.js';
 export { Duration, parseDuration } from './duration.js';
 export { ConfigChangeSchema } from './settings.js';
-export { insertRows, insertValues, isSqlite, RowInserter, sqliteText } from './db.js';
-export type { InsertOptions } from './db.js';
 export * from './services.js';
 export * from './livetv.js';
 export * from './media.js';

@@ -354,6 +354,8 @@ export interface SourceChunks {
   chunks: AsyncIterable<Buffer>;
   /** Bytes as stored or sent (compressed, for gzip), when known: for progress. */
   size?: number;
+  /** Bytes of `size` read so far: progress is bytesRead() / size. */
+  bytesRead(): number;
   /** The absolute URL (file:// for files), e.g. to resolve relative links. */
   url: string;
 }

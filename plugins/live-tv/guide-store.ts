@@ -1,7 +1,7 @@
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
-import { insertRows, isSqlite, RowInserter } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
-import { ProgramIds } from './program-id.js';
+import { programId } from './program-id.js';
+import { insertRows, isSqlite } from './sql.js';
 import { fold } from './text.js';
 
 export interface Program {
@@ -58,8 +58,12 @@ const WEB_URL = /^https?:\/\/\S+$/i;
 
 /** Guide channels whose programmes one DELETE removes (~30,000 programmes for a 14-day guide). */
 const DELETE_CHANNELS = 100;
-/** Programmes per INSERT (~1 MB of JSON). Each is a commit, which writes the pages it changed to the WAL: few, large ones cost SQLite less. */
-const PROGRAMS_PER_STATEMENT = 2000;
+/**
+ * Programmes per INSERT (about 100 KB of JSON). Their texts are cut from the guide's decoded text,
+ * and gathered by the thousand they outlived V8's young generation with the pieces of text they
+ * were cut from: a 500-channel import peaked 50-70 MB higher.
+ */
+const PROGRAMS_PER_INSERT = 200;
 const MAX_WARNINGS_LOGGED = 20;
 
 /**
@@ -102,21 +106,28 @@ export class GuideStore {
 
     const channels = new Map<string, { names: string[]; icon?: string }>();
     let warnings = 0;
-    // Programmes are stored (SQLite works in libuv's pool) while the source reads the next ones
-    // (on the main thread): import time is about max(read, store), not their sum. A failed
-    // insert surfaces at a later batch or at the end.
-    const programmes = new RowInserter(knex, 'livetv_programs', PROGRAM_COLUMNS, { rowsPerStatement: PROGRAMS_PER_STATEMENT });
-    const ids = new ProgramIds(source.id);
+    // Programmes are stored (SQLite works in libuv's pool) while the source reads the next ones (on
+    // the main thread), one INSERT at a time: an import takes about as long as the longer of the
+    // two, not their sum. A failed INSERT fails the next store().
+    let rows: unknown[][] = [];
+    let storing: Promise<void> = Promise.resolve();
+    const store = async () => {
+      const batch = rows;
+      rows = [];
+      await storing;
+      storing = insertRows(knex, 'livetv_programs', PROGRAM_COLUMNS, batch);
+      storing.catch(() => {}); // awaited by the next store(); not an unhandled rejection meanwhile
+    };
     const write = async (batch: GuideProgramme[]) => {
-      const rows = batch.map((p) => {
+      for (const p of batch) {
         if (!channels.has(p.channel)) channels.set(p.channel, { names: [] });
-        return [ // PROGRAM_COLUMNS
-          ids.id(p.channel, p.start), source.id, generation, p.channel,
+        rows.push([ // PROGRAM_COLUMNS
+          programId(source.id, p.channel, p.start), source.id, generation, p.channel,
           p.start, p.stop, p.title, p.subTitle ?? null, p.description ?? null,
           p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
-        ];
-      });
-      await programmes.add(rows);
+        ]);
+      }
+      if (rows.length >= PROGRAMS_PER_INSERT) await store();
     };
 
     let result: GuideLoadResult;
@@ -140,13 +151,13 @@ export class GuideStore {
           progress,
         },
       });
-      await programmes.flush();
+      await store();
+      await storing;
       signal.throwIfAborted();
-      await insertRows(knex, 'livetv_guide_channels', [...channels].map(([guideId, c]) => ({
-        source_id: source.id, generation, guide_id: guideId, names: JSON.stringify(c.names), icon: c.icon ?? null,
-      })));
+      await insertRows(knex, 'livetv_guide_channels', ['source_id', 'generation', 'guide_id', 'names', 'icon'],
+        [...channels].map(([guideId, c]) => [source.id, generation, guideId, JSON.stringify(c.names), c.icon ?? null]));
     } catch (err) {
-      await programmes.flush().catch(() => {});
+      await storing.catch(() => {});
       await this.deleteGenerations(source.id, (q) => q.where('generation', generation));
       throw err;
     }
@@ -162,10 +173,8 @@ export class GuideStore {
    * Deletes a source's programmes and guide channels of the generations `which` picks: a range
    * (`<`, `>`, `=`), as every generation from the lowest to the highest it picks goes.
    * SQLite: a generation at a time, the programmes of DELETE_CHANNELS guide channels per
-   * statement (a few tens of ms each), so other queries get the connection in between; each
-   * statement seeks the lookup index by (source_id, generation, guide_id). Chunks picked by a
-   * rowid subquery, as before, scanned that index range again each time: 650,000 programmes
-   * took 2.2-2.6 s to delete that way, 1.4-1.5 s this way (one single DELETE: 1.3-1.5 s).
+   * statement, so other queries get the one connection in between; each statement seeks the
+   * lookup index by (source_id, generation, guide_id).
    */
   private async deleteGenerations(sourceId: string, which: (q: any) => any): Promise<void> {
     const knex = this.knex;
@@ -227,7 +236,7 @@ export class GuideStore {
     }
     await this.knex.transaction(async (trx) => {
       await trx('livetv_channel_guide').delete();
-      await insertRows(trx, 'livetv_channel_guide', mapping);
+      await insertRows(trx, 'livetv_channel_guide', ['channel_id', 'source_id', 'guide_id'], mapping.map((m) => [m.channel_id, m.source_id, m.guide_id]));
     });
     this.invalidate();
     return mapping.length;

@@ -1,6 +1,12 @@
 import type { Knex } from 'knex';
 import type { Migration } from 'antenna/sdk';
-import { NEXT_ID_KEY, PAGE_SIZE, type HiddenEntry, type ListedEntry } from './channel-store.js';
+import { NEXT_ID_KEY } from './channel-store.js';
+
+/** 005's pages: a JSON array of up to 400 entries, a listed channel or a hidden one. */
+const PAGE_SIZE = 400;
+type ListedEntry = [id: number, key: string, name: string, given: string | null, assigned: string | null,
+  tvgId: string | null, tvgName: string | null, logo: string | null, groups: string, extra: string, data: string];
+type HiddenEntry = [id: number, key: string, assigned: string | null, hiddenAt: number];
 
 export const migrations: Migration[] = [
   {
@@ -84,9 +90,8 @@ export const migrations: Migration[] = [
   {
     name: '003_programs_no_id_index',
     async up(knex) {
-      // Programme ids are hashes: every import inserted 650,000 random keys into this index and
-      // every switch-over deleted as many, touching most of its pages in each statement (about
-      // half of the import's SQLite time). Lookups by id always name the channel too (GuideStore
+      // Programme ids are hashes: an index of them takes random inserts at every import and random
+      // deletes at every switch-over. Lookups by id always name the channel too (GuideStore
       // .program), which livetv_programs_lookup serves: one channel's rows, a few hundred.
       await knex.schema.alterTable('livetv_programs', (t) => {
         t.dropIndex(['id'], 'livetv_programs_id');
@@ -97,10 +102,9 @@ export const migrations: Migration[] = [
     name: '004_channels_by_tuner',
     async up(knex) {
       // The unique index on (tuner_id, key) goes: an import matches listed channels to rows by key
-      // itself (the snapshot holds every present row) and inserts new rows plainly, and keeping a
-      // 100,000-entry index of URLs up to date cost a quarter of a first import. SQLite serialises
-      // imports (a writer whose reads predate another's commit fails); on PostgreSQL an import locks
-      // the version row. Reads by tuner keep an index, which also finds a tuner's hidden rows.
+      // itself (the snapshot holds every row), so an index of URLs would only be kept up to date.
+      // SQLite serialises imports (a writer whose reads predate another's commit fails); on
+      // PostgreSQL an import locks the version row.
       await knex.schema.alterTable('livetv_channels', (t) => {
         t.dropUnique(['tuner_id', 'key']);
         t.index(['tuner_id', 'present'], 'livetv_channels_tuner');
@@ -110,10 +114,9 @@ export const migrations: Migration[] = [
   {
     name: '005_channel_pages',
     async up(knex) {
-      // Each tuner's list becomes pages of JSON (see channel-store.ts: a row per channel made a
-      // first import of 100,000 channels wait most of a second for SQLite). Channel ids stay: the
+      // Each tuner's list becomes pages of JSON (006 makes them rows again). Channel ids stay: the
       // next one is kept in livetv_state, and favorites and guide mappings keep theirs, without a
-      // foreign key now that there is no row to point at (channels are hidden, never deleted).
+      // foreign key now that there is no row to point at.
       await knex.schema.createTable('livetv_channel_pages', (t) => {
         t.string('tuner_id', 191).notNullable();
         t.integer('page').notNullable();
@@ -146,6 +149,54 @@ export const migrations: Migration[] = [
         t.primary(['channel_id', 'source_id', 'guide_id']);
       }, ['channel_id', 'source_id', 'guide_id']);
       await knex.schema.dropTable('livetv_channels');
+    },
+  },
+  {
+    name: '006_channel_rows',
+    async up(knex) {
+      // A row per channel again, in a table of its own: an import writes the rows that changed.
+      // Ids are given by the import (livetv_state's next_channel_id), never reused.
+      await knex.schema.createTable('livetv_tuner_channels', (t) => {
+        t.integer('id').primary();
+        t.string('tuner_id', 191).notNullable();
+        t.text('key').notNullable();                   // stable within the tuner: tvg-id, else stream URL
+        t.text('name').notNullable();
+        t.string('number', 32).nullable();             // as given by the tuner
+        t.string('assigned_number', 32).nullable();    // ours, when the tuner gives none (kept across refreshes)
+        t.text('tvg_id').nullable();
+        t.text('tvg_name').nullable();
+        t.text('logo').nullable();
+        t.text('groups').notNullable();                // JSON texts
+        t.text('extra').notNullable();
+        t.text('data').notNullable();
+        t.bigInteger('hidden_at').nullable();          // when the tuner stopped listing it; null while listed
+        t.bigInteger('updated_at').notNullable();
+      });
+      const now = Date.now();
+      let rows: Record<string, unknown>[] = [];
+      const flush = async () => {
+        for (let i = 0; i < rows.length; i += 400) await knex('livetv_tuner_channels').insert(rows.slice(i, i + 400));
+        rows = [];
+      };
+      // A page at a time: 100,000 channels are tens of MB of JSON.
+      const pages = await knex('livetv_channel_pages').orderBy([{ column: 'tuner_id' }, { column: 'page' }]).select('tuner_id', 'page');
+      for (const { tuner_id: tunerId, page } of pages) {
+        const { channels } = await knex('livetv_channel_pages').where({ tuner_id: tunerId, page }).first('channels');
+        for (const e of JSON.parse(channels) as (ListedEntry | HiddenEntry)[]) {
+          if (e.length === 4) {
+            const [id, key, assigned, hiddenAt] = e;
+            rows.push({ id, tuner_id: tunerId, key, name: '', number: null, assigned_number: assigned, tvg_id: null, tvg_name: null, logo: null,
+              groups: '[]', extra: '{}', data: '{}', hidden_at: hiddenAt, updated_at: now });
+          } else {
+            const [id, key, name, number, assigned, tvgId, tvgName, logo, groups, extra, data] = e;
+            rows.push({ id, tuner_id: tunerId, key, name, number, assigned_number: assigned, tvg_id: tvgId, tvg_name: tvgName, logo,
+              groups, extra, data, hidden_at: null, updated_at: now });
+          }
+        }
+        if (rows.length >= 5000) await flush();
+      }
+      await flush();
+      await knex.schema.dropTable('livetv_channel_pages');
     },
   },
 ];

@@ -1,11 +1,10 @@
-import { pipeline, Readable } from 'node:stream';
-import { promisify } from 'node:util';
-import { constants as zlib, createGzip, gzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import type { AuthService, HttpScope } from 'antenna/sdk';
 import { errors, Type } from 'antenna/sdk';
 import type { Channel, ChannelSnapshot } from './channel-store.js';
 import type { Favorites } from './favorites.js';
 import type { GuideStore } from './guide-store.js';
+import { gzipped, sendJson } from './gzip.js';
 import type { LiveTvRegistry } from './registry.js';
 import type { LiveTvService } from './service.js';
 import { fold } from './text.js';
@@ -39,29 +38,24 @@ const FavoriteBody = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximu
 const FavoritesReply = Type.Object({ favorites: Type.Array(Type.Integer()) });
 
 const MAX_PAGE = 100_000;
-const MAX_CACHED_LISTINGS = 64;
-/** Compressed forms kept per listing: one per set of favorites it holds (a household has a few). */
-const MAX_GZIPPED_PER_LISTING = 16;
-const NO_FAVORITES: ReadonlySet<number> = new Set();
-const gzipAsync = promisify(gzip);
+/** Listings kept per snapshot: one per category and set of favorites asked for (a household has a few). */
+const MAX_CACHED_LISTINGS = 16;
 /** Below this a listing is sent as it is: compressing it saves less than the round trip costs. */
 const GZIP_FROM_BYTES = 8 * 1024;
 /**
  * A `/programs` page of up to WHOLE_PAGE channels (a guide grid asks for 50 or so) is made at
  * once, with one query. A larger one is written GUIDE_PIECE channels with guide data at a time
- * (and those without between them, up to PIECE_MAX in all), as the client reads. A 14-day guide
- * is ~110 KB of JSON per channel: the whole guide of 2,000 channels (`GET /programs`, the spec's
- * defaults) is 224 MB, which, made as one string, took the server to 1.3-1.9 GB and held every
- * other request for its 6 s. In pieces of 10 channels (~1 MB) it holds a few MB, and another
- * client's grid page waits for one piece's query, not for the guide. Channels without guide data
- * cost no query: 100,000 of them, 10 per query, took 5.4 s.
+ * (and those without between them, up to PIECE_MAX in all), as the client reads: the whole
+ * guide of a large provider is hundreds of MB of JSON, which made as one string would hold
+ * the server's memory and every other request, while in pieces it holds a few MB and another
+ * client's grid page waits for one piece's query. Channels without guide data cost no query.
  */
 const WHOLE_PAGE = 100;
 const GUIDE_PIECE = 10;
 const PIECE_MAX = 1000;
 /**
- * Channels a search looks at per turn of the event loop. The first search of a new snapshot folds
- * every channel's name (100,000 channels: 0.2-0.5 s), which, done at once, held every other request.
+ * Channels a search looks at per turn of the event loop: the first search of a new snapshot
+ * folds every channel's name, which, done at once for 100,000 channels, would hold every other request.
  */
 const SEARCH_SLICE = 5_000;
 
@@ -75,81 +69,8 @@ export async function searchChannels(channels: readonly Channel[], q: string): P
   return found;
 }
 
-interface ChannelListing {
-  /** `{"channels":[…]}` with "favorited":false everywhere. */
-  body: Buffer;
-  /** Channel id → byte offset of its `false`. */
-  favoritedAt: Map<number, number>;
-  /** The gzip of the body as served, by the favorites patched in (withFavorites' key). */
-  gzipped: Map<string, Promise<Buffer>>;
-}
-
-/** Whether an Accept-Encoding header takes gzip: named, or `*`, without q=0. */
-function acceptsGzip(header: string | string[] | undefined): boolean {
-  let star = false;
-  for (const part of (Array.isArray(header) ? header.join(',') : header ?? '').split(',')) {
-    const [coding, ...params] = part.trim().toLowerCase().split(';');
-    if (coding !== 'gzip' && coding !== '*') continue;
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const taken = !q || Number(q.slice(2)) > 0;
-    if (coding === 'gzip') return taken;
-    star = taken;
-  }
-  return star;
-}
-
-type ChannelView = { id: number; favorited: boolean } & Record<string, unknown>;
-
-function serializeChannels(views: ChannelView[]): ChannelListing {
-  const parts: string[] = [];
-  const favoritedAt = new Map<number, number>();
-  let bytes = Buffer.byteLength('{"channels":[');
-  for (let i = 0; i < views.length; i++) {
-    const json = (i === 0 ? '' : ',') + JSON.stringify(views[i]);
-    // Inside a JSON string every quote is escaped: the first `,"favorited":` is the key itself.
-    const at = json.indexOf(',"favorited":') + ',"favorited":'.length;
-    favoritedAt.set(views[i].id, bytes + Buffer.byteLength(json.slice(0, at)));
-    bytes += Buffer.byteLength(json);
-    parts.push(json);
-  }
-  return { body: Buffer.from('{"channels":[' + parts.join('') + ']}'), favoritedAt, gzipped: new Map() };
-}
-
-const TRUE = Buffer.from('true');
-
-/** The listing with these favorites patched in, and a key naming the ones it holds ('' for none). */
-function withFavorites(listing: ChannelListing, favorites: ReadonlySet<number>): { body: Buffer; key: string } {
-  const at: number[] = [];
-  for (const id of favorites) {
-    const offset = listing.favoritedAt.get(id);
-    if (offset !== undefined) at.push(offset);
-  }
-  if (!at.length) return { body: listing.body, key: '' };
-  at.sort((a, b) => a - b);
-  const pieces: Buffer[] = [];
-  let from = 0;
-  for (const offset of at) {
-    pieces.push(listing.body.subarray(from, offset), TRUE);
-    from = offset + 'false'.length;
-  }
-  pieces.push(listing.body.subarray(from));
-  return { body: Buffer.concat(pieces), key: at.join(',') };
-}
-
-/**
- * The served body gzipped, made once per listing and set of favorites (in libuv's pool, not on
- * the event loop): 10,000 channels are 1.8 MB of JSON, 270 KB gzipped (the first time: ~50 ms).
- */
-async function gzipped(listing: ChannelListing, served: { body: Buffer; key: string }): Promise<Buffer> {
-  let made = listing.gzipped.get(served.key);
-  if (!made) {
-    if (listing.gzipped.size >= MAX_GZIPPED_PER_LISTING) listing.gzipped.clear();
-    made = gzipAsync(served.body);
-    listing.gzipped.set(served.key, made);
-    made.catch(() => listing.gzipped.delete(served.key));
-  }
-  return made;
-}
+/** A `/channels` body, and its gzip once a client asked for it. */
+interface Listing { body: Buffer; gzip?: Promise<Buffer> }
 
 /**
  * The `/programs` body after `head`, in pieces of up to `size` channels with guide data: the
@@ -194,19 +115,19 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     return (c: Channel) => c.groups.some((g) => fold(g) === wanted);
   };
 
-  // The full list is large (10,000 channels: 1.8 MB) and the same for everyone but for `favorited`:
-  // it is serialized once per snapshot, guide icons and category, with every channel not favorited,
-  // and each request patches its user's favorites in. The bytes are those of the schema's serializer.
-  const listings = new WeakMap<ChannelSnapshot, { icons: ReadonlyMap<number, string>; byCategory: Map<string, ChannelListing> }>();
-  const listing = (snapshot: ChannelSnapshot, icons: ReadonlyMap<number, string>, category: string | undefined): ChannelListing => {
+  // The full list is large (10,000 channels: 1.8 MB) and asked for again and again: it is made once
+  // per snapshot, guide icons, category and set of favorites, and gzipped once.
+  const listings = new WeakMap<ChannelSnapshot, { icons: ReadonlyMap<number, string>; byKey: Map<string, Listing> }>();
+  const listing = (snapshot: ChannelSnapshot, icons: ReadonlyMap<number, string>, category: string | undefined, favs: ReadonlySet<number>): Listing => {
     let cached = listings.get(snapshot);
-    if (cached?.icons !== icons) listings.set(snapshot, (cached = { icons, byCategory: new Map() }));
-    const key = category === undefined ? '*' : `=${fold(category)}`;
-    let found = cached.byCategory.get(key);
+    if (cached?.icons !== icons) listings.set(snapshot, (cached = { icons, byKey: new Map() }));
+    const key = `${category === undefined ? '*' : `=${fold(category)}`} ${[...favs].sort((a, b) => a - b).join(',')}`;
+    let found = cached.byKey.get(key);
     if (!found) {
-      if (cached.byCategory.size >= MAX_CACHED_LISTINGS) cached.byCategory.clear();
-      found = serializeChannels(snapshot.channels.filter(inCategory(category)).map((c) => view(c, NO_FAVORITES, icons)));
-      cached.byCategory.set(key, found);
+      if (cached.byKey.size >= MAX_CACHED_LISTINGS) cached.byKey.clear();
+      const channels = snapshot.channels.filter(inCategory(category)).map((c) => view(c, favs, icons));
+      found = { body: Buffer.from(JSON.stringify({ channels })) };
+      cached.byKey.set(key, found);
     }
     return found;
   };
@@ -220,15 +141,9 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
   }, async (request, reply) => {
     const user = auth.requireUser(request);
     const { category } = request.query as { category?: string };
-    const favs = favorites.of(user.id);
-    const found = listing(await service.channels.current(), await service.guide.channelIcons(), category);
-    const served = withFavorites(found, favs);
-    reply.header('content-type', 'application/json; charset=utf-8').header('vary', 'accept-encoding');
+    const found = listing(await service.channels.current(), await service.guide.channelIcons(), category, favorites.of(user.id));
     // Large lists are sent gzipped to clients that take it (browsers, ExoPlayer/OkHttp, AVPlayer do).
-    if (served.body.length >= GZIP_FROM_BYTES && acceptsGzip(request.headers['accept-encoding'])) {
-      return reply.header('content-encoding', 'gzip').send(await gzipped(found, served));
-    }
-    return reply.send(served.body);
+    return sendJson(request, reply, found.body, { minBytes: GZIP_FROM_BYTES, compress: (body) => (found.gzip ??= gzipped(body)) });
   });
 
   http.get('/channels/search', {
@@ -290,16 +205,10 @@ export function liveTvRoutes(http: HttpScope, deps: { auth: AuthService; service
     const page = q.limit === -1 ? matching.slice(q.offset) : matching.slice(q.offset, q.offset + q.limit);
     const whole = page.length <= WHOLE_PAGE;
     const pieces = guidePieces(service.guide, page, `{"total_channels":${matching.length},"offset":${q.offset},"channels":[`, whole ? WHOLE_PAGE : GUIDE_PIECE, from, to);
-    reply.header('content-type', 'application/json; charset=utf-8').header('vary', 'accept-encoding');
     // A page of a guide grid (the usual request) is one piece, sent as it is.
-    if (whole) return reply.send((await pieces.next()).value);
-    // More is written piece by piece as the client reads it (one piece made ahead), and gzipped
-    // for clients that take it: the bench guide shrinks 4x at the fastest level, and the work is in libuv's pool.
-    const body = Readable.from(pieces, { objectMode: false, highWaterMark: 1 });
-    if (!acceptsGzip(request.headers['accept-encoding'])) return reply.send(body);
-    // A failed piece (the database gone) fails the whole stream: the client sees a cut response, never a short valid one.
-    const compressed = pipeline(body, createGzip({ level: zlib.Z_BEST_SPEED }), () => {});
-    return reply.header('content-encoding', 'gzip').send(compressed);
+    if (whole) return sendJson(request, reply, Buffer.from((await pieces.next()).value as string), { minBytes: Infinity });
+    // More is written piece by piece as the client reads it (one piece made ahead).
+    return sendJson(request, reply, Readable.from(pieces, { objectMode: false, highWaterMark: 1 }));
   });
 
   const favoriteRoute = (method: 'POST' | 'DELETE') => http.route({

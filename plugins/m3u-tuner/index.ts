@@ -103,7 +103,7 @@ async function* readPlaylist(
   { signal, progress, warning }: { signal: AbortSignal; progress?: (fraction: number, message?: string) => void; warning?: (message: string) => void },
 ): AsyncGenerator<TunerChannel[]> {
   progress?.(0, `fetching ${source.name}`);
-  const { chunks, url, size } = await sources.open(source.url, { signal, userAgent });
+  const { chunks, url, size, bytesRead } = await sources.open(source.url, { signal, userAgent });
   const secrets = sources.secretsOf(source.url);
   let ready: TunerChannel[] = [];
   let count = 0;
@@ -136,8 +136,7 @@ async function* readPlaylist(
       }
     }
     bytes += chunk.length;
-    // size is the compressed size of a gzip playlist: the fraction is a rough one then.
-    if (size && bytes / size - reported >= 0.1) progress?.((reported = Math.min(1, bytes / size)) * 0.9, 'parsing');
+    if (size && bytesRead() / size - reported >= 0.1) progress?.((reported = Math.min(1, bytesRead() / size)) * 0.9, 'parsing');
   }
   const playlist = parser.end();
   count += ready.length;

@@ -2,7 +2,7 @@
  * Libraries, items and files in the database. The scanner writes through it;
  * browsing, play-info and the transcoder read through it.
  */
-import { insertRows, type Database } from 'antenna/sdk';
+import type { Database } from 'antenna/sdk';
 import type { Item, ItemType, Library, LibraryType, MediaFile, MediaInfo } from './model.js';
 
 export type ItemSort = 'title' | 'year' | 'added';
@@ -185,18 +185,17 @@ export class VodStore {
 
   /** Insert or replace file rows (by id). */
   async saveFiles(trx: Database, rows: Required<FileRow>[]): Promise<void> {
-    await insertRows(trx, 'vod_files', rows as unknown as Record<string, unknown>[], {
-      columns: FILE_COLUMNS,
-      onConflict: `ON CONFLICT (id) DO UPDATE SET ${FILE_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    });
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await trx('vod_files').insert(rows.slice(i, i + INSERT_CHUNK).map((r) => pick(r, FILE_COLUMNS))).onConflict('id').merge();
+    }
   }
 
   /** Insert or update item rows (by id); an existing row keeps its added_at. */
   async saveItems(trx: Database, rows: ItemRow[]): Promise<void> {
-    await insertRows(trx, 'vod_items', rows as unknown as Record<string, unknown>[], {
-      columns: ITEM_COLUMNS,
-      onConflict: `ON CONFLICT (id) DO UPDATE SET ${ITEM_COLUMNS.filter((c) => c !== 'id' && c !== 'added_at').map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    });
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      await trx('vod_items').insert(rows.slice(i, i + INSERT_CHUNK).map((r) => pick(r, ITEM_COLUMNS)))
+        .onConflict('id').merge(ITEM_COLUMNS.filter((c) => c !== 'id' && c !== 'added_at'));
+    }
   }
 
   /** Delete files (and their keyframe cache) by id. */
@@ -217,3 +216,10 @@ const FILE_COLUMNS = ['id', 'item_id', 'library_id', 'path', 'size', 'mtime_ms',
 const ITEM_COLUMNS = ['id', 'library_id', 'type', 'parent_id', 'title', 'sort_title', 'year', 'season', 'episode', 'added_at'];
 /** Ids per DELETE … IN (…): well under SQLite's bound-variable limit. */
 const DELETE_CHUNK = 500;
+/** Rows per INSERT: knex writes a multi-row insert on SQLite as a compound SELECT, of at most 500 terms. */
+const INSERT_CHUNK = 400;
+
+/** The row's values of `columns` (a missing one as NULL). */
+function pick(row: object, columns: string[]): Record<string, unknown> {
+  return Object.fromEntries(columns.map((c) => [c, (row as Record<string, unknown>)[c] ?? null]));
+}

@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { Readable } from 'node:stream';
 import {
   coreServices, definePlugin, Duration, guidesExtensionPoint, parseDuration, Type,
   type GuideSource, type SourceReader, type Static,
@@ -51,8 +50,8 @@ function guideFor(source: Static<typeof SourceSchema>, config: Config, sources: 
     async load({ signal, sink }) {
       // Real guides run to hundreds of megabytes, parsed as they arrive: the limit is for bombs.
       const opened = await sources.open(source.url, { signal, maxBytes: config.maxBytes });
-      return parseXmltv(Readable.from(opened.chunks), sink, {
-        signal, totalBytes: opened.size, now: clock.now(), maxAgeMs: parseDuration(config.maxAge),
+      return parseXmltv(opened.chunks, sink, {
+        signal, totalBytes: opened.size, bytesRead: opened.bytesRead, now: clock.now(), maxAgeMs: parseDuration(config.maxAge),
         preferredLanguage: source.preferredLanguage ?? config.preferredLanguage,
       });
     },

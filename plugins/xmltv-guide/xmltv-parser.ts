@@ -1,16 +1,15 @@
 /**
  * Streaming XMLTV reader for the xmltv-guide plugin.
  *
- * Bytes in (plain or gzip, any encoding TextDecoder knows), GuideChannel /
+ * Bytes in (any encoding TextDecoder knows), GuideChannel /
  * GuideProgramme batches out, without ever holding the document: the input is
  * decoded chunk by chunk and pushed through saxes; only the element being read
  * is kept, programmes leave in batches and reading pauses while the sink
  * stores a batch.
  *
- * Speed: saxes only slices text when a text handler is installed, so the
- * handler is switched on just inside the elements we keep (title, desc…) and
- * off everywhere else (the whitespace between elements, credits, ratings…).
- * The element path is a depth counter plus two small enums.
+ * saxes only slices text when a text handler is installed, so the handler is
+ * switched on just inside the elements we keep (title, desc…) and off
+ * everywhere else (the whitespace between elements, credits, ratings…).
  *
  * Rules (see shared/realdata/SOURCES.md for the files that motivated them):
  * - root must be <tv>; a DOCTYPE declaring entities is refused (no expansion);
@@ -34,9 +33,8 @@
  *   display names); a duplicate id appearing later is merged and sent again
  *   (the sink must treat channel() as an upsert).
  */
-import { Readable, pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { TextDecoder } from 'node:util';
-import { createGunzip } from 'node:zlib';
 import { SaxesParser } from 'saxes';
 import type { SaxesTagPlain } from 'saxes';
 import type { GuideChannel, GuideLoadResult, GuideProgramme, GuideSink } from '../../sdk/livetv.js';
@@ -51,16 +49,14 @@ export interface XmltvParseOptions {
   now?: number;
   /** Programmes per sink.programmes() call (default 100). */
   batchSize?: number;
-  /** When known, progress = bytes read / totalBytes (compressed bytes for gzip input). */
+  /** When known, progress = bytesRead() / totalBytes. */
   totalBytes?: number;
+  /** Bytes of totalBytes read so far (the compressed ones, for a gzip source); default: the bytes parsed. */
+  bytesRead?: () => number;
 }
 
 const DEFAULT_MAX_AGE_MS = 24 * 3600 * 1000;
-/**
- * Small: a batch is parsed while saxes makes most of the garbage, and what the batch holds lives
- * until the sink has it. 2,000 programmes lived through young-generation collections into the old
- * one (which then needed mark-compacts); the sink gathers batches into statements itself.
- */
+/** Small: what a batch holds lives until the sink has it, and the sink gathers batches into statements itself. */
 const DEFAULT_BATCH_SIZE = 100;
 /** Warning messages sent to the sink; all are counted. */
 const MAX_WARNING_MESSAGES = 50;
@@ -69,9 +65,9 @@ const SNIFF_BYTES = 1024;
 /** The root element must start within this many characters (bounds DOCTYPE/prolog memory). */
 const MAX_PROLOG_CHARS = 1 << 20;
 /**
- * The longest text, attribute value, comment or name read. saxes gathers each whole before
- * handing it over: one of 100 MB (a broken or hostile file) held 450 MB and went into the
- * database as a description. Real guides stay far below (descriptions: a few thousand).
+ * The longest text, attribute value, comment or name saxes may gather: it gathers each whole
+ * before handing it over, and a broken or hostile file may hold one of 100 MB. Real guides stay
+ * far below (descriptions: a few thousand characters).
  */
 const MAX_TEXT_CHARS = 1 << 20;
 /** Attributes of one element, and elements open at once (XMLTV: a few, four deep); saxes holds both until the tag ends. */
@@ -202,7 +198,7 @@ export function parseXmltvTime(value: string): number | undefined {
 }
 
 // ---------------------------------------------------------------------------
-// Input: gzip detection, encoding sniffing
+// Input: encoding sniffing
 
 /** Encoding label from a BOM or the XML declaration in the first bytes; utf-8 when neither says. */
 export function sniffXmlEncoding(head: Uint8Array): string {
@@ -214,17 +210,6 @@ export function sniffXmlEncoding(head: Uint8Array): string {
   const label = m ? m[2]!.toLowerCase() : 'utf-8';
   // A declaration readable as ASCII cannot be UTF-16 without a BOM: the label lies.
   return label.startsWith('utf-16') || label === 'unicode' ? 'utf-8' : label;
-}
-
-async function* prepend(first: Buffer[], rest: AsyncIterator<Buffer | string>, counter: { bytes: number }): AsyncGenerator<Buffer> {
-  for (const b of first) yield b;
-  for (;;) {
-    const r = await rest.next();
-    if (r.done) return;
-    const chunk = typeof r.value === 'string' ? Buffer.from(r.value) : r.value;
-    counter.bytes += chunk.length;
-    yield chunk;
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -346,7 +331,7 @@ const F_DISPLAY_NAME = 6;
 
 /** Per guide channel: what is needed for missing stops and duplicate detection. */
 interface ChannelState {
-  /** The channel id, copied (see copyTrim). */
+  /** The channel id (an own copy: see own()). */
   id: string;
   last: number;
   sorted: boolean;
@@ -360,16 +345,13 @@ interface ChannelState {
 }
 
 /**
- * Trimmed copy of a string that does not keep its source alive. Substrings of
- * the decoded chunks (saxes' text and attribute values) are V8 sliced strings
- * pointing at the whole 64 KB chunk: every programme holding one would keep
- * its chunk alive until the sink lets the batch go, so chunks would survive
- * young-generation GCs (copied, promoted, mark-compacted) and peak memory
- * would grow with batchSize. ' ' + s is a cons string; trim() flattens it into
- * a new string, then takes the substring of that copy.
+ * A copy of `s` holding only its own characters. saxes' texts and attribute values are cut from
+ * the decoded chunk they were read in, and a string cut from another may keep all of it alive:
+ * what the reader keeps to the end of the document (a guide channel's id, names and icon) would
+ * keep a chunk per channel.
  */
-function copyTrim(s: string): string {
-  return (' ' + s).trim();
+function own(s: string): string {
+  return Buffer.from(s).toString();
 }
 
 function titleHash(s: string): number {
@@ -399,6 +381,16 @@ class XmltvReader {
   private fieldRank = 0;
   private text = '';
   private rootSeen = false;
+  /**
+   * Characters written to saxes; its position at its last event; and where the markup it may be
+   * gathering (a tag, a comment, CDATA…) began since, or -1 while it reads text outside the
+   * fields we keep, which it does not gather. Bounded by MAX_TEXT_CHARS.
+   */
+  private written = 0;
+  private markedAt = 0;
+  private markupFrom = -1;
+  /** Attributes of the tag being read. */
+  private attributes = 0;
   private rootClosed = false;
   private ending = false;
   private prologChars = 0;
@@ -452,10 +444,14 @@ class XmltvReader {
     }
     const p = this.parser;
     p.on('opentag', this.onOpen);
+    p.on('attribute', this.onAttribute);
     p.on('closetag', this.onClose);
     p.on('cdata', this.onCdata);
     p.on('doctype', this.onDoctype);
     p.on('error', this.onError);
+    // No more handlers (comments, processing instructions): each one set is a property added to
+    // the parser, and a few more make V8 keep all its properties in a slow dictionary, which made
+    // parsing several times slower. Comments count towards MAX_TEXT_CHARS from their '<'.
   }
 
   // ---- feeding
@@ -479,22 +475,20 @@ class XmltvReader {
       this.started = true;
     }
     if (s.length !== 0) this.parser.write(s);
+    this.written += s.length;
+    if (this.markupFrom < 0) {
+      const at = s.indexOf('<', Math.max(0, this.markedAt - (this.written - s.length)));
+      if (at >= 0) this.markupFrom = this.written - s.length + at;
+    }
     if (!this.rootSeen) {
       this.prologChars += s.length;
       if (this.prologChars > MAX_PROLOG_CHARS) {
         throw new XmltvError(`not an XMLTV document: no <tv> element in the first ${MAX_PROLOG_CHARS} characters`);
       }
     }
-    // What saxes has gathered so far of the current text, attribute value or comment (`text`), name
-    // (`name`), attributes of an unfinished tag (`attribList`) and open elements (`tags`): private
-    // fields of saxes 6, read (never written) after each piece, so none grows past one piece's worth.
-    // (Optional: were a later saxes to rename them, imports would go on, and the tests of these limits fail.)
-    const gathering = this.parser as unknown as { text?: string; name?: string; attribList?: unknown[]; tags?: unknown[] };
-    if ((gathering.text?.length ?? 0) > MAX_TEXT_CHARS || (gathering.name?.length ?? 0) > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
+    const gathering = this.field !== F_NONE ? this.written - this.markedAt : this.markupFrom < 0 ? 0 : this.written - this.markupFrom;
+    if (gathering > MAX_TEXT_CHARS || this.text.length > MAX_TEXT_CHARS) {
       throw new XmltvError(`malformed XMLTV document: a text, attribute value, comment or name longer than ${MAX_TEXT_CHARS} characters`);
-    }
-    if ((gathering.attribList?.length ?? 0) > MAX_ATTRIBUTES || (gathering.tags?.length ?? 0) > MAX_DEPTH) {
-      throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes, or more than ${MAX_DEPTH} elements open at once`);
     }
     if (final) this.finish();
   }
@@ -517,15 +511,29 @@ class XmltvReader {
 
   // ---- saxes handlers (arrow functions: saxes calls them with itself as this)
 
+  /** An event: saxes handed over what it had gathered; `inMarkup` when what follows is still markup (the rest of a tag). */
+  private mark(inMarkup: boolean): void {
+    this.markedAt = this.parser.position;
+    this.markupFrom = inMarkup ? this.markedAt : -1;
+  }
+
   private readonly onText = (t: string): void => {
+    this.mark(true); // at the '<' that ends the text
     this.text += t;
   };
 
   private readonly onCdata = (t: string): void => {
+    this.mark(false);
     if (this.field !== F_NONE) this.text += t;
   };
 
+  private readonly onAttribute = (): void => {
+    this.mark(true);
+    if (++this.attributes > MAX_ATTRIBUTES) throw new XmltvError(`malformed XMLTV document: an element with more than ${MAX_ATTRIBUTES} attributes`);
+  };
+
   private readonly onDoctype = (doctype: string): void => {
+    this.mark(false);
     if (/<!ENTITY/i.test(doctype)) {
       throw new XmltvError('refusing XMLTV document: its DOCTYPE declares entities (<!ENTITY …>); entity expansion is not supported');
     }
@@ -557,7 +565,10 @@ class XmltvReader {
   }
 
   private readonly onOpen = (tag: SaxesTagPlain): void => {
+    this.mark(false);
+    this.attributes = 0;
     const d = ++this.depth;
+    if (d > MAX_DEPTH) throw new XmltvError(`malformed XMLTV document: more than ${MAX_DEPTH} elements open at once`);
     if (d === 3) {
       if (this.section === SECTION_PROGRAMME) this.openProgrammeChild(tag);
       else if (this.section === SECTION_CHANNEL) this.openChannelChild(tag);
@@ -576,6 +587,7 @@ class XmltvReader {
   };
 
   private readonly onClose = (): void => {
+    this.mark(false);
     const d = this.depth--;
     if (d === 3) {
       if (this.field !== F_NONE) this.endField();
@@ -607,9 +619,7 @@ class XmltvReader {
   private capture(field: number, rank: number): void {
     this.field = field;
     this.fieldRank = rank;
-    // The leading space makes the accumulated text a cons string, so that
-    // trim() in endField flattens it into a fresh copy: see copyTrim.
-    this.text = ' ';
+    this.text = '';
     this.textOn();
   }
 
@@ -637,7 +647,7 @@ class XmltvReader {
       case 'icon':
         if (this.icon === undefined) {
           const src = tag.attributes.src;
-          if (src) this.icon = copyTrim(src) || undefined;
+          if (src) this.icon = src.trim() || undefined;
         }
         break;
       default:
@@ -649,7 +659,7 @@ class XmltvReader {
     if (name === 'display-name') this.capture(F_DISPLAY_NAME, 1);
     else if (name === 'icon' && this.cIcon === undefined) {
       const src = tag.attributes.src;
-      if (src) this.cIcon = copyTrim(src) || undefined;
+      if (src) this.cIcon = own(src.trim()) || undefined;
     }
   }
 
@@ -682,7 +692,7 @@ class XmltvReader {
         this.episodeRank = this.fieldRank;
         break;
       case F_DISPLAY_NAME:
-        if (this.cNames.length < MAX_LIST) this.cNames.push(value);
+        if (this.cNames.length < MAX_LIST) this.cNames.push(own(value));
         break;
       default:
     }
@@ -700,7 +710,7 @@ class XmltvReader {
   private startChannel(tag: SaxesTagPlain): void {
     this.section = SECTION_CHANNEL;
     const id = tag.attributes.id;
-    this.cId = id ? copyTrim(id) : undefined;
+    this.cId = id ? own(id.trim()) : undefined;
     this.cNames = [];
     this.cIcon = undefined;
   }
@@ -780,7 +790,7 @@ class XmltvReader {
 
     let st = this.states.get(channel);
     if (st === undefined) {
-      const id = copyTrim(channel);
+      const id = own(channel);
       if (!this.channels.has(id)) this.countChannel();
       st = { id, last: -Infinity, sorted: true, starts: [], hashes: [], index: undefined, pending: undefined };
       this.states.set(id, st);
@@ -808,7 +818,6 @@ class XmltvReader {
     }
     if (stop === start) return this.skip(`zero length (channel ${channel}, start ${startText})`);
 
-    // Every string here is a copy (copyTrim), st.id included.
     const p: GuideProgramme = { channel: st.id, start, stop: stop ?? 0, title };
     if (this.subTitle !== undefined) p.subTitle = this.subTitle;
     if (this.desc !== undefined) p.description = this.desc;
@@ -899,104 +908,57 @@ function isDuplicate(st: ChannelState, start: number, hash: number): boolean {
 // Entry point
 
 /**
- * Reads an XMLTV document (raw bytes, maybe gzip) into the sink. Resolves with
- * the counts; rejects (XmltvError, AbortError, or the stream's/sink's error)
- * when the document is unusable, in which case the caller keeps its old guide.
+ * Reads an XMLTV document (its bytes, as the sources service gives them: already
+ * gunzipped) into the sink. Resolves with the counts; rejects (XmltvError,
+ * AbortError, or the stream's/sink's error) when the document is unusable, in
+ * which case the caller keeps its old guide.
  */
-export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, options: XmltvParseOptions = {}): Promise<GuideLoadResult> {
+export async function parseXmltv(input: AsyncIterable<Buffer>, sink: GuideSink, options: XmltvParseOptions = {}): Promise<GuideLoadResult> {
   const { signal } = options;
-  if (signal?.aborted) throw abortError(signal);
+  signal?.throwIfAborted();
   const reader = new XmltvReader(sink, options);
-  const counter = { bytes: 0 };
   const total = options.totalBytes !== undefined && options.totalBytes > 0 ? options.totalBytes : undefined;
+  let fed = 0;
+  const bytesRead = options.bytesRead ?? (() => fed);
   let lastProgress = 0;
-
-  const raw = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
-  let gunzip: ReturnType<typeof createGunzip> | undefined;
-  const onAbort = (): void => {
-    const err = abortError(signal!);
-    gunzip?.destroy(err);
-    (input as Partial<Readable>).destroy?.(err);
-  };
+  // A source that is a stream stops waiting for its next bytes at once.
+  const onAbort = (): void => void (input as Partial<Readable>).destroy?.(abortError(signal!));
   signal?.addEventListener('abort', onAbort, { once: true });
 
   const flush = async (): Promise<void> => {
     while (reader.full.length !== 0) {
-      const batch = reader.full.shift()!;
-      await sink.programmes(batch);
-      if (signal?.aborted) throw abortError(signal);
+      await sink.programmes(reader.full.shift()!);
+      signal?.throwIfAborted();
     }
   };
 
+  // The encoding is sniffed from the first bytes (BOM or XML declaration).
+  let decoder: TextDecoder | undefined;
+  let head: Buffer[] = [];
+  let headLength = 0;
+  const startDecoding = (): string => {
+    const buf = Buffer.concat(head);
+    head = [];
+    let label = sniffXmlEncoding(buf);
+    try {
+      decoder = new TextDecoder(label, { fatal: false });
+    } catch {
+      reader.warn(`unknown encoding "${label}", decoding as UTF-8`);
+      label = 'utf-8';
+      decoder = new TextDecoder(label, { fatal: false });
+    }
+    return decoder.decode(buf, { stream: true });
+  };
+
   try {
-    // Peek at the first bytes for the gzip magic.
-    const head: Buffer[] = [];
-    let headLength = 0;
-    let firstString: string | undefined;
-    while (headLength < 2) {
-      const r = await raw.next();
-      if (r.done) break;
-      if (typeof r.value === 'string') {
-        if (head.length === 0) firstString = r.value;
-        else head.push(Buffer.from(r.value));
-        break;
-      }
-      head.push(r.value);
-      headLength += r.value.length;
-      counter.bytes += r.value.length;
-    }
-    let source: AsyncIterable<Buffer | string>;
-    if (firstString !== undefined) {
-      // A stream in string mode (setEncoding): already decoded, no sniffing.
-      const first = firstString;
-      source = (async function* () {
-        counter.bytes += first.length;
-        yield first;
-        for (;;) {
-          const r = await raw.next();
-          if (r.done) return;
-          counter.bytes += r.value.length;
-          yield typeof r.value === 'string' ? r.value : r.value.toString('utf8');
-        }
-      })();
-    } else {
-      const first = Buffer.concat(head);
-      const bytes = prepend(first.length !== 0 ? [first] : [], raw, counter);
-      if (first[0] === 0x1f && first[1] === 0x8b) {
-        const gz = (gunzip = createGunzip());
-        pipeline(Readable.from(bytes, { objectMode: false }), gz, () => { /* errors surface through the iteration of gz */ });
-        source = gz;
-      } else {
-        source = bytes;
-      }
-    }
-
-    let decoder: TextDecoder | undefined;
-    let pending: Buffer[] = [];
-    let pendingLength = 0;
-    const startDecoding = (): string => {
-      const buf = Buffer.concat(pending);
-      pending = [];
-      let label = sniffXmlEncoding(buf);
-      try {
-        decoder = new TextDecoder(label, { fatal: false });
-      } catch {
-        reader.warn(`unknown encoding "${label}", decoding as UTF-8`);
-        label = 'utf-8';
-        decoder = new TextDecoder(label, { fatal: false });
-      }
-      return decoder.decode(buf, { stream: true });
-    };
-
-    for await (const chunk of source) {
-      if (signal?.aborted) throw abortError(signal);
+    for await (const chunk of input) {
+      signal?.throwIfAborted();
+      fed += chunk.length;
       let text: string;
-      if (typeof chunk === 'string') {
-        text = chunk;
-      } else if (decoder === undefined) {
-        pending.push(chunk);
-        pendingLength += chunk.length;
-        if (pendingLength < SNIFF_BYTES) continue;
+      if (decoder === undefined) {
+        head.push(chunk);
+        headLength += chunk.length;
+        if (headLength < SNIFF_BYTES) continue;
         text = startDecoding();
       } else {
         text = decoder.decode(chunk, { stream: true });
@@ -1004,18 +966,16 @@ export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, 
       reader.feed(text, false);
       if (reader.full.length !== 0) await flush();
       if (total !== undefined) {
-        const fraction = Math.min(1, counter.bytes / total);
+        const fraction = Math.min(1, bytesRead() / total);
         if (fraction - lastProgress >= 0.01) {
           lastProgress = fraction;
           sink.progress(fraction, `${reader.programmes} programmes`);
         }
       }
     }
-    if (signal?.aborted) throw abortError(signal);
-    let tail = '';
-    if (decoder === undefined && firstString === undefined) tail = startDecoding();
-    if (decoder !== undefined) tail += decoder.decode();
-    reader.feed(tail, true);
+    signal?.throwIfAborted();
+    const tail = decoder === undefined ? startDecoding() : '';
+    reader.feed(tail + decoder!.decode(), true);
     await flush();
     if (reader.warnings > MAX_WARNING_MESSAGES) sink.warning(`${reader.warnings - MAX_WARNING_MESSAGES} more warnings not shown (${reader.warnings} in total)`);
     const result = reader.result();
@@ -1027,7 +987,5 @@ export async function parseXmltv(input: NodeJS.ReadableStream, sink: GuideSink, 
     throw err;
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    gunzip?.destroy();
-    await raw.return?.();
   }
 }

@@ -145,10 +145,9 @@ async function countRows(host: TestHost, table: string): Promise<number> {
   return Number(r?.n ?? 0);
 }
 
-/** Channels stored (listed or hidden): the entries of every tuner's pages. */
+/** Channels stored (listed or hidden). */
 async function countChannels(host: TestHost): Promise<number> {
-  const r = await host.host.knex('livetv_channel_pages').sum({ n: host.host.knex.raw('json_array_length(channels)') }).first();
-  return Number(r?.n ?? 0);
+  return countRows(host, 'livetv_tuner_channels');
 }
 
 async function guideImport(dataDir: string, playlist: string, guide: string): Promise<void> {
@@ -237,15 +236,10 @@ async function m3uImport(dataDir: string, playlist: string, changed?: string): P
     phases[`${key}PeakRssMB`] = peakRssMB(); // peak so far, at the end of the phase
   };
   // store: all of replaceTunerChannels, which reads the tuner's channels as they are yielded (so it
-  // includes readList when the tuner is an async iterable, as m3u-tuner is); snapshotFromImport:
-  // the snapshot made from what the import wrote; snapshotLoad: a reload from the database.
+  // includes readList when the tuner is an async iterable, as m3u-tuner is); snapshotLoad: a reload
+  // from the database.
   timeMethod(ChannelStore.prototype, 'replaceTunerChannels', add('store'));
-  timeMethod(ChannelStore.prototype, 'load', add('snapshotLoad'));
-  const updated = (ChannelStore.prototype as any).updated;
-  (ChannelStore.prototype as any).updated = function (this: unknown, ...args: unknown[]) {
-    const t = process.hrtime.bigint();
-    try { return updated.apply(this, args); } finally { add('snapshotFromImport')(secondsSince(t)); }
-  };
+  timeMethod(ChannelStore.prototype, 'read', add('snapshotLoad'));
   timeMethod(GuideStore.prototype, 'remap', add('guideRemap'));
   proto.refreshTuner = async function (this: LiveTvService, tuner: Tuner, progress?: (label: string, f: number, m?: string) => void) {
     phases = {};

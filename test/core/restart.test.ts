@@ -7,7 +7,6 @@ import t from 'tap';
 import { chmod, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createTestHost } from '../../sdk/testing.js';
-import { isSqlite } from '../../sdk/db.js';
 import { expectError, multipart, tinyPng, tmpDir } from '../helpers/http.js';
 
 const mode = async (p: string) => (await stat(p)).mode & 0o777;
@@ -45,7 +44,7 @@ t.test('restart on the same data dir', async (t) => {
   t.equal(await mode(dataDir), 0o700, 'data dir is 0700');
   t.equal(await mode(path.join(dataDir, 'jwt-secret')), 0o600, 'jwt-secret is 0600');
   // (On PostgreSQL, ANTENNA_TEST_PG, there is no database file.)
-  const sqlite = isSqlite(first.host.knex);
+  const sqlite = first.host.knex.client.config.client === 'sqlite3';
   if (sqlite) t.equal(await mode(path.join(dataDir, 'antenna.db')), 0o600, 'antenna.db is 0600');
   t.equal(await mode(path.join(dataDir, 'avatars')), 0o700, 'avatars dir is 0700');
   t.equal(await mode(path.join(dataDir, 'avatars', String(decodeSub(token)))), 0o600, 'avatar file is 0600');

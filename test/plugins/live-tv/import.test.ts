@@ -1,6 +1,6 @@
 /**
- * What a playlist import stores (the tuner's pages): nothing new for an
- * identical playlist, only the pages that changed otherwise; ids kept, hidden
+ * What a playlist import stores (a row per channel): nothing new for an
+ * identical playlist, only the channels that changed otherwise; ids kept, hidden
  * channels and how long they are kept; keys for tvg-ids a playlist repeats and
  * duplicates; a tuner yielding an async iterable (which may use the database
  * meanwhile), and an import racing another one that changed the channels.
@@ -8,39 +8,24 @@
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { isSqlite } from '../../../sdk/db.js';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { channels, getJson, m3u, refresh, startHost, tempDir, write, type PlaylistEntry } from './fixtures.js';
 
-/** A channel as the tuner's pages store it (livetv_channel_pages): `position` is its place in the list. */
+/** A channel as stored (livetv_tuner_channels). */
 interface Row {
-  id: number; key: string; position: number; present: number; assigned_number: string | null;
-  /** Listed channels only (a hidden one keeps its id and assigned number, not its content). */
-  name?: string; number?: string | null; tvg_id?: string | null; tvg_name?: string | null; logo?: string | null; groups?: string; data?: string;
-  /** When its page was last written. */
+  id: number; key: string; present: number; assigned_number: string | null;
+  name: string; number: string | null; tvg_id: string | null; tvg_name: string | null; logo: string | null; groups: string; data: string;
+  /** When it was last written. */
   updated_at: number;
 }
 
-const pages = async (db: TestHost['host']['knex'], tuner: string) =>
-  (await db('livetv_channel_pages').where({ tuner_id: tuner }).orderBy('page').select('page', 'channels', 'updated_at'))
-    .map((p) => ({ page: Number(p.page), entries: JSON.parse(p.channels) as unknown[][], updated_at: Number(p.updated_at) }));
-
-/** A tuner's channels as stored, in their stored order. */
+/** A tuner's channels as stored, by id (the order the tuner first listed them in). */
 async function rows(host: TestHost, tuner = 'm3u:IPTV'): Promise<Row[]> {
-  const out: Row[] = [];
-  for (const { entries, updated_at } of await pages(host.host.knex, tuner)) {
-    for (const e of entries) {
-      const position = out.length;
-      if (e.length === 4) {
-        const [id, key, assigned] = e as [number, string, string | null, number];
-        out.push({ id, key, position, present: 0, assigned_number: assigned, updated_at });
-        continue;
-      }
-      const [id, key, name, number, assigned, tvgId, tvgName, logo, groups, , data] = e as [number, string, string, string | null, string | null, string | null, string | null, string | null, string, string, string];
-      out.push({ id, key, position, present: 1, assigned_number: assigned, name, number, tvg_id: tvgId, tvg_name: tvgName, logo, groups, data, updated_at });
-    }
-  }
-  return out;
+  const stored = await host.host.knex('livetv_tuner_channels').where({ tuner_id: tuner }).orderBy('id');
+  return stored.map((r) => ({
+    id: r.id, key: r.key, present: r.hidden_at === null ? 1 : 0, assigned_number: r.assigned_number, name: r.name, number: r.number,
+    tvg_id: r.tvg_id, tvg_name: r.tvg_name, logo: r.logo, groups: r.groups, data: r.data, updated_at: Number(r.updated_at),
+  }));
 }
 const version = async (host: TestHost) => Number((await host.host.knex('livetv_state').where({ key: 'version' }).first('value'))!.value);
 const byKey = (list: Row[]) => Object.fromEntries(list.map((r) => [r.key, r]));
@@ -66,7 +51,7 @@ t.test('an identical playlist imported again writes nothing and keeps everything
   await tick();
   const lines = await refresh(host);
   t.match(lines.join('\n'), /tuner m3u:IPTV: 6 channels, 0 new, 0 gone/);
-  t.strictSame(await rows(host), before, 'every channel as it was (updated_at too: no page was written)');
+  t.strictSame(await rows(host), before, 'every channel as it was (updated_at too: no row was written)');
   t.equal(await version(host), v, 'no new version: no process reloads its channels');
   t.strictSame(await channels(host), listed, 'GET /channels the same');
 });
@@ -90,8 +75,9 @@ t.test('a refresh where some channels changed: ids kept, new ones added, gone on
 
   const content = ({ id, key, name, number, tvg_id, tvg_name, logo, groups, data, assigned_number }: Row) => ({ id, key, name, number, tvg_id, tvg_name, logo, groups, data, assigned_number });
   t.strictSame(content(after['tvg:alpha.tv']!), content(before['tvg:alpha.tv']!), 'Alpha as it was');
-  t.strictSame(content(after['tvg:foxtrot.tv']!), content(before['tvg:foxtrot.tv']!), 'Foxtrot as it was (a place higher only because Echo went)');
-  t.equal(after['tvg:foxtrot.tv']!.position, 4);
+  t.strictSame(content(after['tvg:foxtrot.tv']!), content(before['tvg:foxtrot.tv']!), 'Foxtrot as it was');
+  const unchanged = ['tvg:alpha.tv', 'tvg:foxtrot.tv'];
+  t.strictSame(unchanged.map((k) => after[k]!.updated_at), unchanged.map((k) => before[k]!.updated_at), 'and neither written');
   t.match(after['url:http://streams.invalid/e'], { id: before['url:http://streams.invalid/e']!.id, present: 0 }, 'Echo hidden, not deleted');
   t.equal(after['tvg:golf.tv']!.id, Math.max(...Object.values(before).map((r) => r.id)) + 1, 'Golf: the next id');
   for (const key of Object.keys(before)) t.equal(after[key]!.id, before[key]!.id, `${key} keeps its id`);
@@ -242,9 +228,7 @@ t.test('a tuner yielding an async iterable, which uses the database meanwhile, w
   // database query must not wait for the import (it reads its list outside the transaction).
   state.channels = [1, 2, 3, 4, 5].map((n) => channel(n));
   state.midway = async (db) => {
-    const [page] = await pages(db, 'iter');
-    page!.entries.find((e) => e[1] === 'k2')![2] = 'Changed Elsewhere';
-    await db('livetv_channel_pages').where({ tuner_id: 'iter', page: 0 }).update({ channels: JSON.stringify(page!.entries) });
+    await db('livetv_tuner_channels').where({ tuner_id: 'iter', key: 'k2' }).update({ name: 'Changed Elsewhere' });
     await db('livetv_state').where({ key: 'version' }).increment('value', 1);
   };
   t.match((await refresh(host)).join('\n'), /tuner iter: 5 channels, 1 new, 0 gone/);
@@ -256,9 +240,8 @@ t.test('a tuner yielding an async iterable, which uses the database meanwhile, w
 
 t.test('a long playlist (more channels than the import copies at once): every channel stored and shown as listed', async (t) => {
   const dir = await tempDir(t);
-  // 4,500 entries (12 pages: more than one statement's worth, and a last statement of two pages):
-  // names in Latin, Cyrillic and Greek script (lines decoded one at a time), tvg-names equal to the
-  // name, different or absent, and a tvg-id listed at the start and again at the end.
+  // 4,500 entries (more than one statement's worth): names in Latin, Cyrillic and Greek script,
+  // tvg-names equal to the name, different or absent, and a tvg-id listed at the start and again at the end.
   const n = 4500;
   const entries: PlaylistEntry[] = [];
   for (let i = 0; i < n; i++) {
@@ -285,27 +268,20 @@ t.test('a long playlist (more channels than the import copies at once): every ch
   t.equal(byName.size, n);
   t.ok(entries.every((e) => byName.get(e.name)?.logo === (e.logo ?? null) || (e.logo === undefined && !byName.get(e.name)?.logo)), 'GET /channels: every name and logo');
 
-  const before = await pages(host.host.knex, 'm3u:IPTV');
-  t.strictSame(before.map((p) => p.page), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], '4,500 channels: 12 pages');
-  if (isSqlite(host.host.knex)) {
-    // SQLite is handed the pages' UTF-8 as bytes: stored as text all the same.
-    t.strictSame(await host.host.knex.raw('SELECT DISTINCT typeof(channels) AS type FROM livetv_channel_pages'), [{ type: 'text' }]);
-  }
+  const before = await rows(host);
   await tick();
   t.match((await refresh(host)).join('\n'), new RegExp(`tuner m3u:IPTV: ${n} channels, 0 new, 0 gone`));
-  t.strictSame(await pages(host.host.knex, 'm3u:IPTV'), before, 'the same playlist again: no page written');
+  t.strictSame(await rows(host), before, 'the same playlist again: no row written');
 
-  // One channel renamed in the second page and one in the last, none moved: only those pages are written.
+  // One channel renamed near the start and one near the end: only those rows are written.
   await tick();
   entries[500] = { ...entries[500]!, name: 'Renamed' };
   entries[4450] = { ...entries[4450]!, name: 'Renamed too' };
   await write(dir, 'tv.m3u', m3u(entries));
   t.match((await refresh(host)).join('\n'), new RegExp(`tuner m3u:IPTV: ${n} channels, 0 new, 0 gone`));
-  const after = await pages(host.host.knex, 'm3u:IPTV');
-  t.strictSame(after.map((p, i) => p.updated_at > before[i]!.updated_at), before.map((p) => p.page === 1 || p.page === 11), 'only the second and the last page written');
-  t.equal(after[1]!.entries[100]![2], 'Renamed');
-  t.equal(after[11]!.entries[50]![2], 'Renamed too');
-  t.strictSame(after.filter((p) => p.page !== 1 && p.page !== 11), before.filter((p) => p.page !== 1 && p.page !== 11), 'the other pages as they were');
+  const after = await rows(host);
+  t.strictSame(after.filter((r, i) => r.updated_at > before[i]!.updated_at).map((r) => r.name), ['Renamed', 'Renamed too'], 'only the two renamed channels written');
+  t.strictSame(after.filter((r) => !r.name.startsWith('Renamed')), before.filter((r, i) => i !== 500 && i !== 4450), 'the others as they were');
   t.ok(byName.has(entries[0]!.name) && (await channels(host)).some((c) => c.name === 'Renamed'), 'GET /channels shows the new name');
 });
 

@@ -1,4 +1,4 @@
-/** The number sort key: its digits-only fast path gives what parseFloat gives, and everything else sorts after numbers. */
+/** The number sort key: a number as parseFloat reads it, and everything else after numbers. */
 import t from 'tap';
 import { numberSortKey } from '../../../plugins/live-tv/text.js';
 

@@ -21,6 +21,8 @@ import { channels, closedPort, m3u, tempDir, write } from './fixtures.js';
 const mpdParser: { parse(text: string, options: { manifestUri: string; NOW?: number }): any } = require('mpd-parser');
 
 HLS.setOptions({ strictMode: true, silent: true });
+// One host runs a dozen real channels through ffmpeg: more than tap's 120 s on a busy machine.
+t.setTimeout(300_000);
 
 const HLS_TYPE = /^application\/vnd\.apple\.mpegurl/;
 const DASH_TYPE = /^application\/dash\+xml/;
