@@ -30,8 +30,12 @@ export function kindOf(stderr: string): string {
   return 'the stream stopped';
 }
 
-/** ffmpeg's exit as a failure: the line of its output that says what went wrong, and its kind. */
-export function ffmpegFailure(stderrTail: string, code: number | null): LiveFailure {
+/**
+ * ffmpeg's exit as a failure: the line of its output that says what went wrong, and its kind;
+ * or what the tuner told, when it read the upstream itself (ffmpeg saw only the tuner's answer).
+ */
+export function ffmpegFailure(stderrTail: string, code: number | null, told?: { kind: string; detail: string }): LiveFailure {
+  if (told) return { status: 502, kind: told.kind, detail: told.detail, retryAfter: RETRY_SECONDS };
   const lines = stderrTail.split('\n').map((l) => l.trim()).filter(Boolean);
   const telling = [...lines].reverse().find((l) => /error|refused|not found|forbidden|denied|invalid|failed|unable|timed out|no route|no such|404|403|500/i.test(l));
   const detail = telling ? telling.replace(/^\[[^\]]+\]\s*/, '').slice(0, 300) : `ffmpeg exited with code ${code}`;

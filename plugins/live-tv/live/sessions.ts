@@ -454,7 +454,7 @@ export class LiveSessions {
         this.log.info({ channel: session.channelId, video: session.input.video }, 'live: the video is not what was guessed; copying it as it is');
         return this.runOnce(key, session, tuner, tunerChannel, signal);
       }
-      throw failed(ffmpegFailure(result.stderrTail, result.code));
+      throw failed(ffmpegFailure(result.stderrTail, result.code, source.failure?.()));
     } catch (err) {
       if (err instanceof RunFailure) throw err;
       throw failed({ status: 502, kind: 'the stream stopped', detail: (err as Error).message, retryAfter: 5 });
