@@ -187,6 +187,12 @@ t.test('time-shift window', async (t) => {
     const started = await (await get(`/watch/live/${keyedId}/play-info?start=program`, auth)).json() as any;
     t.match(started.url, /\?key=[\w.-]+&start=program$/, 'start=program is carried into the URL');
 
+    const doc = await (await get('/api/docs/json', auth)).json() as any;
+    const params = (path: string) => (doc.paths[path]?.get?.parameters ?? []).map((p: { name: string; in: string }) => `${p.in}:${p.name}`);
+    t.ok(doc.paths['/watch/live/{channel_id}/play-info']?.get?.responses?.['200'], 'the OpenAPI document shows play-info and its answer');
+    for (const path of ['/watch/live/{channel_id}', '/watch/live/{channel_id}/master.mpd', '/watch/live/{channel_id}/play-info']) {
+      t.ok(params(path).includes('query:start'), `and start=program on ${path}`);
+    }
     expectError(t, await errorOf(await get(`/watch/live/999999/play-info`, auth)), 404, undefined, 'unknown channel');
     expectError(t, await errorOf(await get(`/watch/live/abc/play-info`, auth)), 400, undefined, 'bad id');
     expectError(t, await errorOf(await get(`/watch/live/${keyedId}/play-info`)), 401, undefined, 'no token');

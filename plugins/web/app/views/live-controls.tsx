@@ -169,8 +169,8 @@ export function LiveControls({ id, video, hls, fullscreen }: Props) {
           <button type="button" class="button small" onClick={() => zap(previous)} disabled={!previous} aria-label="Channel down" title={previous && `${previous.tvg_chno} ${previous.name}`}>Ch −</button>
           <button type="button" class="button small" onClick={() => zap(next)} disabled={!next} aria-label="Channel up" title={next && `${next.tvg_chno} ${next.name}`}>Ch +</button>
           <button type="button" class="button small" onClick={() => setGuideOpen((open) => !open)} aria-pressed={guideOpen}>Guide</button>
-          <button type="button" class="button small" onClick={() => { const v = video(); if (v) v.muted = !v.muted; }} aria-label={muted ? 'Unmute' : 'Mute'}>{muted ? '🔇' : '🔊'}</button>
-          <button type="button" class="button small" onClick={fullscreen} aria-label="Full screen">⛶</button>
+          <button type="button" class="button small" onClick={() => { const v = video(); if (v) v.muted = !v.muted; }} >{muted ? 'Unmute' : 'Mute'}</button>
+          <button type="button" class="button small" onClick={fullscreen}>Full screen</button>
         </div>
       </div>
       {guideOpen && (
