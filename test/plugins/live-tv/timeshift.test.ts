@@ -15,9 +15,8 @@
  */
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
+import { diskBytes } from '../../helpers/disk.js';
 import { expectError } from '../../helpers/http.js';
 import { checkHlsMaster, checkHlsMedia, checkMpd, durationSeconds, validateDash, validateHls, type Fetcher } from '../../helpers/manifest-validator.js';
 import { startUpstream } from '../../helpers/upstream.js';
@@ -36,24 +35,6 @@ const SMALL = [
   '-c:v', 'libx264', '-preset', 'ultrafast', '-tune', 'zerolatency', '-pix_fmt', 'yuv420p', '-g', '25',
   '-b:v', '250k', '-maxrate', '250k', '-bufsize', '250k', '-c:a', 'aac',
 ];
-
-/** Bytes on disk under a directory, each file once (ffmpeg's names and the session's are links of one file). */
-async function diskBytes(dir: string): Promise<number> {
-  const seen = new Set<number>();
-  let bytes = 0;
-  const walk = async (d: string) => {
-    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else {
-        const st = await stat(p).catch(() => undefined);
-        if (st && !seen.has(st.ino)) { seen.add(st.ino); bytes += st.size; }
-      }
-    }
-  };
-  await walk(dir);
-  return bytes;
-}
 
 /** The wall-clock time (ms) a player lands at from a media playlist's EXT-X-START, and the playlist's own span. */
 function startOf(text: string): { landing?: number; first: number; end: number } {

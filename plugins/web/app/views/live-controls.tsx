@@ -7,7 +7,7 @@
  */
 import './live-controls.css';
 import type HlsType from 'hls.js';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { behindLive, LIVE_SLACK_SECONDS, liveEdge, livePosition, miniGuide, programmesOf, zapTargets, type GuideRow, type LivePosition } from '../player/live.js';
 import { navigate } from '../router.js';
@@ -122,18 +122,21 @@ export function LiveControls({ id, video, hls, fullscreen }: Props) {
     if (v.paused) void v.play().catch(() => {}); else v.pause();
   };
 
+  // The keys act on the channels as rendered last (the listener is added once).
+  const zapKeys = useRef({ up: () => {}, down: () => {} });
+  zapKeys.current = { up: () => zap(next), down: () => zap(previous) };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || isField(e.target)) return;
-      if (e.key === 'PageUp' || e.key === 'ChannelUp') zap(next);
-      else if (e.key === 'PageDown' || e.key === 'ChannelDown') zap(previous);
+      if (e.key === 'PageUp' || e.key === 'ChannelUp') zapKeys.current.up();
+      else if (e.key === 'PageDown' || e.key === 'ChannelDown') zapKeys.current.down();
       else if (e.key.toLowerCase() === 'g') setGuideOpen((open) => !open);
       else return;
       e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  });
+  }, []);
 
   const span = at ? Math.max(1, at.end - at.start) : 1;
   const percent = (seconds: number) => `${(100 * (seconds - at!.start)) / span}%`;
