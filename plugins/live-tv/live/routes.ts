@@ -38,6 +38,29 @@ const PlayInfo = Type.Object({
   timeshift: Type.Integer({ description: 'Seconds a viewer may pause or seek back at most (the time-shift window; 0 when off)' }),
 });
 
+/** Where a viewer's key goes in a media playlist written once for all (no URL holds it). */
+const KEY_MARK = '\u0001';
+/** Media playlists kept (channel × rendition × start asked for), the least recently used going first. */
+const MAX_PLAYLISTS = 256;
+
+/**
+ * Media playlists written once per state of a session's timeline, each viewer getting a copy
+ * with its own key: a time-shift window lists hundreds of segments, and writing them for every
+ * reload cost more than the rest of live playback.
+ */
+class PlaylistCache {
+  private readonly entries = new Map<string, { version: string; text: string | undefined }>();
+
+  get(id: string, version: string, write: () => string | undefined): string | undefined {
+    let entry = this.entries.get(id);
+    this.entries.delete(id); // Map order: least recently used first
+    if (entry?.version !== version) entry = { version, text: write() };
+    this.entries.set(id, entry);
+    if (this.entries.size > MAX_PLAYLISTS) this.entries.delete(this.entries.keys().next().value!);
+    return entry.text;
+  }
+}
+
 /** The guide lookup start over needs. */
 export interface ProgrammeLookup {
   programmesOf(channelId: number, from: number, to: number): Promise<{ start: number; stop: number }[]>;
@@ -61,6 +84,7 @@ export function watchRoutes(http: HttpScope, deps: {
   /** A viewer is a device session of a user (a key leads back to the session it was signed for). */
   const viewerOf = (user: AuthUser): Viewer => ({ id: `${user.id}:${user.sessionId}`, user });
   const files = new FileCache();
+  const playlists = new PlaylistCache();
 
   async function channelOf(channelId: number) {
     const channel = (await channels.current()).byId.get(channelId);
@@ -186,9 +210,15 @@ export function watchRoutes(http: HttpScope, deps: {
     if (!session || attempt > session.run) throw errors.notFound('This stream is not running; request the channel again');
     const playlist = /^(video|audio)\.m3u8$/.exec(file);
     if (playlist) {
-      const listed = presentation(session, keyFor(user, channel_id), hlsBase(channel_id), { startAt });
-      if (!listed.periods.some((p) => p.representations.some((r) => r.id === playlist[1]))) throw errors.notFound('No such playlist');
-      return reply.header('cache-control', 'no-store').type(hls.contentType).send(hls.media(listed, playlist[1]));
+      const rep = playlist[1];
+      // The session (its directory is its own), and where its window starts and ends.
+      const version = `${session.dir}:${session.timeline.firstSequence}:${session.timeline.sequence}`;
+      const text = playlists.get(`${channel_id}/${rep}/${startAt ?? ''}`, version, () => {
+        const listed = presentation(session, KEY_MARK, hlsBase(channel_id), { startAt });
+        return listed.periods.some((p) => p.representations.some((r) => r.id === rep)) ? hls.media(listed, rep) : undefined;
+      });
+      if (text === undefined) throw errors.notFound('No such playlist');
+      return reply.header('cache-control', 'no-store').type(hls.contentType).send(text.replaceAll(KEY_MARK, keyFor(user, channel_id)));
     }
     const found = session.timeline.file(attempt, file);
     const data = found && (await files.get(found.path));

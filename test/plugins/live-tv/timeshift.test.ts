@@ -190,6 +190,19 @@ t.test('time-shift window', async (t) => {
     t.notOk(job(otherId), 'and tuned nothing');
   });
 
+  t.test('each viewer gets its own key in a media playlist, however it is cached', async (t) => {
+    const keys = await Promise.all([`Bearer ${viewer}`, `Bearer ${host.adminToken}`].map(async (authorization) => {
+      const info = await (await get(`/watch/live/${keyedId}/play-info`, { authorization })).json() as any;
+      const own = new URL(info.url, host.url).searchParams.get('key')!;
+      const master = checkHlsMaster(await text(info.url));
+      const media = await text(master.variants[0].uri);
+      const inside = new Set([...media.matchAll(/[?&]key=([^&\s"]+)/g)].map((m) => m[1]));
+      return { own, inside };
+    }));
+    t.not(keys[0].own, keys[1].own, 'two users, two keys');
+    for (const [i, k] of keys.entries()) t.strictSame([...k.inside], [k.own], `viewer ${i + 1}: every URL of its media playlist carries its own key`);
+  });
+
   t.test('MPD updates (refresh=1) never start a channel', async (t) => {
     expectError(t, await errorOf(await get(`/watch/live/${otherId}/master.mpd?refresh=1&api_key=${admin}`)), 404, /not running/, 'a channel not running: 404');
     t.notOk(job(otherId), 'no session started');
