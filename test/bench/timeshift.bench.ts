@@ -279,6 +279,7 @@ export async function run(): Promise<Record<string, unknown>> {
           capBytes: DISK_CAP, samples: samples.length,
           minPercentOfCap: round((100 * Math.min(...samples)) / DISK_CAP), maxPercentOfCap: round((100 * Math.max(...samples)) / DISK_CAP),
           medianPercentOfCap: round((100 * median(samples)) / DISK_CAP), load1: load1(),
+          percentOfCap: samples.map((b) => round((100 * b) / DISK_CAP)),
         };
       } finally {
         await capped.close();
