@@ -46,6 +46,12 @@ export interface StreamSource {
   /** Codecs the upstream is known to carry, when the tuner knows (skips a probe). */
   videoCodec?: string;
   audioCodec?: string;
+  /**
+   * Why reading the input failed, when the tuner reads the upstream itself (a relay) and so
+   * knows better than ffmpeg, which only sees the tuner's answer. `kind` is for any user
+   * ("the source refused the connection"), `detail` for administrators. Since SDK 1.1.
+   */
+  failure?(): { kind: string; detail: string } | undefined;
 }
 
 export interface Tuner {

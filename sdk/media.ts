@@ -30,6 +30,14 @@ export interface Presentation {
   windowSeconds?: number;
   /** HLS EXT-X-MEDIA-SEQUENCE: the number of the first segment listed, when segments have left the front (live). Default 0. */
   mediaSequence?: number;
+  /**
+   * live: the wall-clock time (ms since epoch) players should start at rather than near the live
+   * edge (start over): HLS EXT-X-START in the media playlists, DASH a suggestedPresentationDelay
+   * reaching back to it. Since SDK 1.1.
+   */
+  startAt?: number;
+  /** live and event: the URL players fetch updates of the MPD from (DASH Location). Since SDK 1.1. */
+  location?: string;
   /** In order, not overlapping; each is one unbroken timeline (a discontinuity in HLS, a Period in DASH). */
   periods: PresentationPeriod[];
 }

@@ -41,13 +41,15 @@ export const dashPackager: DashPackager = {
         // About three target durations behind the live edge, as HLS players start (closer, dash.js stalls
         // at the edge), less a second: a live presentation holds three target durations from its first
         // answer on, and a player that starts exactly that far back (GStreamer) must land inside it.
-        `suggestedPresentationDelay="${seconds(3 * targetDuration - 1)}"`,
+        // Start over reaches back to the time asked for: players start that far behind the clock.
+        `suggestedPresentationDelay="${seconds(Math.max(3 * targetDuration - 1, presentation.startAt === undefined ? 0 : (now - presentation.startAt) / 1000))}"`,
       );
       if (type === 'live' && presentation.windowSeconds) attrs.push(`timeShiftBufferDepth="${seconds(presentation.windowSeconds)}"`);
     }
     attrs.push(`minBufferTime="${seconds(2 * targetDuration)}"`);
     const tail = type === 'vod' ? [] : [`  <UTCTiming schemeIdUri="urn:mpeg:dash:utc:direct:2014" value="${iso(presentation.now ?? Date.now())}"/>`];
-    return ['<?xml version="1.0" encoding="UTF-8"?>', `<MPD ${attrs.join(' ')}>`, ...body, ...tail, '</MPD>'].join('\n') + '\n';
+    const location = type !== 'vod' && presentation.location ? [`  <Location>${xml(presentation.location)}</Location>`] : [];
+    return ['<?xml version="1.0" encoding="UTF-8"?>', `<MPD ${attrs.join(' ')}>`, ...location, ...body, ...tail, '</MPD>'].join('\n') + '\n';
   },
 };
 

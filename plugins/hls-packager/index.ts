@@ -38,26 +38,40 @@ export const hlsPackager: HlsPackager = {
   media(presentation, representationId) {
     const body: string[] = [];
     let discontinuitySequence: number | undefined;
+    /** Wall-clock times (ms) of the playlist's start and end, when the presentation is dated. */
+    let first: number | undefined;
+    let end: number | undefined;
     for (const period of presentation.periods) {
       const rep = period.representations.find((r) => r.id === representationId);
       if (!rep?.segments.length) continue;
       if (discontinuitySequence === undefined) discontinuitySequence = period.sequence;
       else body.push('#EXT-X-DISCONTINUITY');
       body.push(`#EXT-X-MAP:URI="${rep.init}"`);
+      const dated = presentation.availabilityStart !== undefined;
+      const wallClock = (media: number) => presentation.availabilityStart! + (period.start + media / rep.timescale - period.mediaStart) * 1000;
       rep.segments.forEach((s, i) => {
         // A date on each period's first segment: players line renditions up by it across discontinuities.
-        if (i === 0 && presentation.availabilityStart !== undefined) {
-          const at = presentation.availabilityStart + (period.start + s.start / rep.timescale - period.mediaStart) * 1000;
+        if (i === 0 && dated) {
+          const at = wallClock(s.start);
+          first ??= at;
           body.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(Math.round(at)).toISOString()}`);
         }
         body.push(`#EXTINF:${(s.duration / rep.timescale).toFixed(6)},`, segmentUrl(rep.media, s.number));
       });
+      const last = rep.segments[rep.segments.length - 1];
+      if (dated) end = wallClock(last.start + last.duration);
     }
     const head = [
       '#EXTM3U', `#EXT-X-VERSION:${VERSION}`, `#EXT-X-TARGETDURATION:${presentation.targetDuration}`,
       `#EXT-X-MEDIA-SEQUENCE:${presentation.mediaSequence ?? 0}`,
     ];
     if (discontinuitySequence) head.push(`#EXT-X-DISCONTINUITY-SEQUENCE:${discontinuitySequence}`);
+    // Start over: back from the end to the time asked for (at most to the playlist's start), unless
+    // that is within the three target durations a player starts at anyway.
+    if (presentation.startAt !== undefined && first !== undefined && end !== undefined) {
+      const back = (end - Math.max(first, presentation.startAt)) / 1000;
+      if (back > 3 * presentation.targetDuration) head.push(`#EXT-X-START:TIME-OFFSET=-${back.toFixed(3)},PRECISE=YES`);
+    }
     if (presentation.type !== 'live') head.push(`#EXT-X-PLAYLIST-TYPE:${presentation.type === 'vod' ? 'VOD' : 'EVENT'}`);
     head.push('#EXT-X-INDEPENDENT-SEGMENTS');
     return [...head, ...body, ...(presentation.type === 'vod' ? ['#EXT-X-ENDLIST'] : [])].join('\n') + '\n';

@@ -28,6 +28,10 @@ const configSchema = Type.Object({
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
   /** How long a first request waits for a channel to start (or, once it produces, for its next segment) before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
+  /** How much of each channel a viewer can pause or seek back through: the time-shift window (0 or 0s: off). */
+  timeshift: Type.Union([Duration(), Type.Literal(0)], { default: '2h' }),
+  /** The most disk a channel's time-shift window uses (bytes); past it, the window is shorter. */
+  timeshiftMaxBytes: Type.Integer({ minimum: 2 ** 20, maximum: 2 ** 50, default: 4 * 2 ** 30 }),
   /** A channel its playlist no longer lists gets its id and favorites back if it returns within this time (a favorited one, whenever it does). */
   keepHiddenChannels: Duration({ default: '30d' }),
   /**
@@ -61,11 +65,11 @@ export default definePlugin({
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
-        paths: coreServices.paths, hls: hlsPackagerService, dash: dashPackagerService,
+        paths: coreServices.paths, transcodes: coreServices.transcodes, hls: hlsPackagerService, dash: dashPackagerService,
       },
       provides: { access: liveTvService, imports: importsService },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, hls, dash }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner } = config;
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash }) {
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, timeshift, timeshiftMaxBytes } = config;
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
           keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner,
         });
@@ -84,10 +88,12 @@ export default definePlugin({
           await rm(workDir, { recursive: true, force: true });
           await mkdir(workDir, { recursive: true, mode: 0o700 });
         });
-        const sessions = new LiveSessions(jobs, ffmpeg, registry, logger, {
+        const timeshiftSeconds = timeshift === 0 ? 0 : Math.floor(parseDuration(timeshift) / 1000);
+        const sessions = new LiveSessions(jobs, ffmpeg, registry, transcodes, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
+          timeshiftSeconds, timeshiftMaxBytes,
         });
-        watchRoutes(http, { auth, sessions, channels: live.channels, hls, dash, host });
+        watchRoutes(http, { auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
         const taskId = (type: 'tuner' | 'guide', id: string) => `livetv:${type}:${id}`;

@@ -53,6 +53,7 @@ export function streamInput(
   const secrets = [...source.secrets, ...sources.secretsOf(url)];
   const args: string[] = [];
   let input = url;
+  let failure: StreamSource['failure'];
   if (/^https?:/i.test(url)) {
     const { 'user-agent': ua = source.userAgent, ...rest } = headers;
     args.push('-user_agent', ua);
@@ -63,10 +64,11 @@ export function streamInput(
       const relayed = relay.open(url, { ...rest, 'user-agent': ua }, signal);
       input = relayed.url;
       secrets.push(relayed.token);
+      failure = relayed.failure;
     }
   }
   args.push('-i', input);
-  return { inputArgs: args, secrets };
+  return { inputArgs: args, secrets, ...(failure ? { failure } : {}) };
 }
 
 /** Whether the URL's userinfo, a path segment or a query value is one of `secrets`. */

@@ -28,6 +28,8 @@ interface Relayed {
   headers: Record<string, string>;
   /** Aborts the upstream requests of this stream when it ends. */
   ended: AbortController;
+  /** Why the upstream's last answer was no stream. */
+  failure?: { kind: string; detail: string };
 }
 
 export class StreamRelay {
@@ -38,17 +40,21 @@ export class StreamRelay {
   /** connectTimeoutMs: how long the upstream may take to answer (its body may take for ever). */
   constructor(private readonly localUrl: () => string | undefined, private readonly connectTimeoutMs = 30_000) {}
 
-  /** The loopback URL ffmpeg reads `url` from while `signal` is not aborted, and its token (a secret too). */
-  open(url: string, headers: Record<string, string>, signal: AbortSignal): { url: string; token: string } {
+  /**
+   * The loopback URL ffmpeg reads `url` from while `signal` is not aborted, its token (a secret
+   * too), and why the upstream's last answer was no stream (ffmpeg sees only the relay's status).
+   */
+  open(url: string, headers: Record<string, string>, signal: AbortSignal): { url: string; token: string; failure: () => { kind: string; detail: string } | undefined } {
     const base = this.localUrl();
     if (!base) throw errors.unavailable('Streams with credentials play once the server listens', 5);
     this.close(this.bySignal.get(signal));
     const token = randomBytes(24).toString('base64url');
-    this.streams.set(token, { url, headers, ended: new AbortController() });
+    const stream: Relayed = { url, headers, ended: new AbortController() };
+    this.streams.set(token, stream);
     this.bySignal.set(signal, token);
     signal.addEventListener('abort', () => this.close(token), { once: true });
     // `token=` is a query key every log line redacts.
-    return { url: `${base}${RELAY_PATH}?token=${token}`, token };
+    return { url: `${base}${RELAY_PATH}?token=${token}`, token, failure: () => stream.failure };
   }
 
   /** How many streams are open (for tests). */
@@ -85,17 +91,20 @@ export class StreamRelay {
       let res: Response;
       try {
         res = await fetch(url, { headers, redirect: 'follow', signal: AbortSignal.any([aborted.signal, stream.ended.signal]) });
-      } catch {
+      } catch (err) {
+        stream.failure = fetchFailure(err, timedOut);
         throw errors.badGateway(timedOut ? 'The upstream did not answer' : 'The upstream cannot be reached');
       } finally {
         clearTimeout(timer);
       }
       if (!res.ok || !res.body) {
         await res.body?.cancel().catch(() => {});
+        stream.failure = { kind: `the source answered HTTP ${res.status}`, detail: `the upstream answered ${res.status} ${res.statusText}`.trim() };
         // ffmpeg reports the upstream's own status ("Server returned 404 Not Found").
         reply.code(res.status >= 400 ? res.status : 502);
         return { error: `The upstream answered ${res.status}` };
       }
+      stream.failure = undefined;
       const type = res.headers.get('content-type') ?? '';
       if (PLAYLIST_TYPE.test(type) || /\.m3u8?$/i.test(new URL(res.url || url).pathname)) {
         const text = await readText(res, MAX_PLAYLIST_BYTES);
@@ -114,6 +123,18 @@ export class StreamRelay {
       }
       return reply.send(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream));
     });
+  }
+}
+
+/** Why fetch found no upstream, in words for any user, and its own for administrators. */
+function fetchFailure(err: unknown, timedOut: boolean): { kind: string; detail: string } {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  const detail = cause?.message ?? (err as Error)?.message ?? String(err);
+  if (timedOut) return { kind: 'the source did not answer in time', detail };
+  switch (cause?.code) {
+    case 'ECONNREFUSED': return { kind: 'the source refused the connection', detail };
+    case 'ENOTFOUND': case 'EAI_AGAIN': return { kind: "the source's address could not be found", detail };
+    default: return { kind: 'the source could not be reached', detail };
   }
 }
 

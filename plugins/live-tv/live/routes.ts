@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import {
-  errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope,
+  errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope, type Presentation,
 } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
-import type { LiveSession, LiveSessions } from './sessions.js';
+import type { LiveSession, LiveSessions, Viewer } from './sessions.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
 const Params = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
@@ -14,6 +14,57 @@ const FileParams = Type.Object({
   attempt: Type.Integer({ minimum: 0, maximum: 100_000 }),
   file: Type.String({ pattern: '^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,100}$' }),
 });
+const credentials = {
+  api_key: Type.Optional(Type.String({ description: 'The bearer token, for players that cannot send headers' })),
+  key: Type.Optional(Type.String({ description: 'A signed key scoped to the channel, from a URL this server handed out' })),
+};
+const start = Type.Optional(Type.Literal('program', {
+  description: "Start over: players start at the current programme's start when it is inside the time-shift window, else at the window's start",
+}));
+const WatchQuery = Type.Object({ start, ...credentials });
+const MpdQuery = Type.Object({
+  start,
+  refresh: Type.Optional(Type.Literal('1', { description: "An update of a running session's MPD (its Location): never starts the channel" })),
+  ...credentials,
+});
+const FileQuery = Type.Object({
+  start: Type.Optional(Type.Integer({ minimum: 0, maximum: 8_640_000_000_000, description: 'Media playlists: the wall-clock time (ms) players start at (EXT-X-START)' })),
+  ...credentials,
+});
+const PlayInfo = Type.Object({
+  method: Type.Literal('live'),
+  url: Type.String({ description: 'The HLS master playlist, or the MPD for DASH-only devices, with a key scoped to the channel' }),
+  format: Type.Union([Type.Literal('hls'), Type.Literal('dash')]),
+  timeshift: Type.Integer({ description: 'Seconds a viewer may pause or seek back at most (the time-shift window; 0 when off)' }),
+});
+
+/** Where a viewer's key goes in a media playlist written once for all (no URL holds it). */
+const KEY_MARK = '\u0001';
+/** Media playlists kept (channel × rendition × start asked for), the least recently used going first. */
+const MAX_PLAYLISTS = 256;
+
+/**
+ * Media playlists written once per state of a session's timeline, each viewer getting a copy
+ * with its own key: a time-shift window lists hundreds of segments, and writing them for every
+ * reload cost more than the rest of live playback.
+ */
+class PlaylistCache {
+  private readonly entries = new Map<string, { version: string; text: string | undefined }>();
+
+  get(id: string, version: string, write: () => string | undefined): string | undefined {
+    let entry = this.entries.get(id);
+    this.entries.delete(id); // Map order: least recently used first
+    if (entry?.version !== version) entry = { version, text: write() };
+    this.entries.set(id, entry);
+    if (this.entries.size > MAX_PLAYLISTS) this.entries.delete(this.entries.keys().next().value!);
+    return entry.text;
+  }
+}
+
+/** The guide lookup start over needs. */
+export interface ProgrammeLookup {
+  programmesOf(channelId: number, from: number, to: number): Promise<{ start: number; stop: number }[]>;
+}
 
 /**
  * The manifests are written from the session's own segment list (its timeline)
@@ -22,48 +73,77 @@ const FileParams = Type.Object({
  * list, whatever run the URL names (a player keeps the URL it got across restarts).
  */
 export function watchRoutes(http: HttpScope, deps: {
-  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; hls: HlsPackager; dash: DashPackager; host: HostInfo;
+  auth: AuthService; sessions: LiveSessions; channels: ChannelStore; guide: ProgrammeLookup; hls: HlsPackager; dash: DashPackager; host: HostInfo;
+  timeshiftSeconds: number;
 }): void {
-  const { auth, sessions, channels, hls, dash, host } = deps;
+  const { auth, sessions, channels, guide, hls, dash, host, timeshiftSeconds } = deps;
   const mediaScope = (request: FastifyRequest) => `live:${(request.params as { channel_id: unknown }).channel_id}`;
   const config = { auth: 'media' as const, mediaScope };
 
   const keyFor = (user: AuthUser, channelId: number) => auth.signMediaKey(user, `live:${channelId}`);
+  /** A viewer is a device session of a user (a key leads back to the session it was signed for). */
+  const viewerOf = (user: AuthUser): Viewer => ({ id: `${user.id}:${user.sessionId}`, user });
   const files = new FileCache();
+  const playlists = new PlaylistCache();
 
-  async function openSession(request: FastifyRequest, channelId: number): Promise<{ session: LiveSession; key: string }> {
-    const user = auth.requireUser(request);
+  async function channelOf(channelId: number) {
     const channel = (await channels.current()).byId.get(channelId);
     if (!channel) throw errors.notFound(`No channel ${channelId}`);
-    const session = await sessions.open(channel, clientCaps(request.headers));
-    return { session, key: keyFor(user, channelId) };
+    return channel;
+  }
+
+  async function openSession(request: FastifyRequest, channelId: number): Promise<{ session: LiveSession; key: string; user: AuthUser }> {
+    const user = auth.requireUser(request);
+    const session = await sessions.open(await channelOf(channelId), clientCaps(request.headers), viewerOf(user));
+    return { session, key: keyFor(user, channelId), user };
+  }
+
+  /** Start over: the current programme's start when the window holds it, else the window's start. */
+  async function programStart(session: LiveSession): Promise<number | undefined> {
+    const windowStart = session.timeline.windowStart();
+    if (windowStart === undefined) return undefined;
+    const now = Date.now();
+    const onAir = (await guide.programmesOf(session.channelId, now, now + 1)).find((p) => p.start <= now && p.stop > now);
+    return Math.max(windowStart, onAir?.start ?? windowStart);
   }
 
   /** HLS URLs are absolute paths; DASH ones relative to the MPD (/watch/live/<id>/master.mpd), which ffmpeg 4.1's dash demuxer needs. */
-  const presentation = (session: LiveSession, key: string, base: string) => session.timeline.presentation({
-    init: (run, rep) => `${base}s/${run}/init-${rep}.mp4?key=${key}`,
-    media: (run, rep) => `${base}s/${run}/${rep}-$Number$.m4s?key=${key}`,
+  const presentation = (session: LiveSession, key: string, base: string, extra: Partial<Presentation> = {}): Presentation => ({
+    ...session.timeline.presentation({
+      init: (run, rep) => `${base}s/${run}/init-${rep}.mp4?key=${key}`,
+      media: (run, rep) => `${base}s/${run}/${rep}-$Number$.m4s?key=${key}`,
+    }),
+    ...extra,
   });
   const hlsBase = (channelId: number) => `/watch/live/${channelId}/`;
-  const playlistUrl = (session: LiveSession, key: string) => (rep: string) => `${hlsBase(session.channelId)}s/${Math.max(0, session.run)}/${rep}.m3u8?key=${key}`;
+  const playlistUrl = (session: LiveSession, key: string, startAt?: number) => (rep: string) =>
+    `${hlsBase(session.channelId)}s/${Math.max(0, session.run)}/${rep}.m3u8?key=${key}${startAt === undefined ? '' : `&start=${Math.round(startAt)}`}`;
+  const mpd = async (session: LiveSession, key: string, startOver: boolean) => dash.mpd(presentation(session, key, '', {
+    startAt: startOver ? await programStart(session) : undefined,
+    // Updates come from here: they keep the session alive like any request, but never start it again.
+    location: `master.mpd?key=${key}&refresh=1`,
+  }));
 
   http.get('/watch/live/:channel_id', {
     config,
     schema: {
       summary: 'Watch a channel: HLS master playlist, or a redirect to DASH for DASH-only devices', tags: ['live-tv'],
-      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key. One upstream connection per channel however many viewers; 409 when the tuner has no free stream; 502/503 when the upstream fails.',
+      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key. One upstream connection per channel however many viewers; the media playlists list the time-shift window (pause, seek back), with EXT-X-PROGRAM-DATE-TIME. start=program starts players at the current programme\'s start (EXT-X-START) when the window holds it, else at the window\'s start. 409 when the tuner has no free stream; 502/503 when the upstream fails or the transcode limits are reached (with Retry-After; the body names the channel and the kind of failure).',
       params: Params,
+      querystring: WatchQuery,
       response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id } = request.params as { channel_id: number };
+    const { start: startQuery } = request.query as { start?: 'program' };
     if (isDashOnly(request.headers['device-os'], host.dashOnly)) {
       const user = auth.requireUser(request);
-      if (!(await channels.current()).byId.has(channel_id)) throw errors.notFound(`No channel ${channel_id}`);
-      return reply.redirect(`/watch/live/${channel_id}/master.mpd?key=${keyFor(user, channel_id)}`, 302);
+      await channelOf(channel_id);
+      return reply.redirect(`/watch/live/${channel_id}/master.mpd?key=${keyFor(user, channel_id)}${startQuery ? `&start=${startQuery}` : ''}`, 302);
     }
     const { session, key } = await openSession(request, channel_id);
-    const body = hls.master(presentation(session, key, hlsBase(channel_id)), playlistUrl(session, key));
+    const startAt = startQuery ? await programStart(session) : undefined;
+    const body = hls.master(presentation(session, key, hlsBase(channel_id)), playlistUrl(session, key, startAt));
     return reply.header('cache-control', 'no-store').type(hls.contentType).send(body);
   });
 
@@ -71,13 +151,46 @@ export function watchRoutes(http: HttpScope, deps: {
     config,
     schema: {
       summary: 'Watch a channel as DASH (dynamic MPD)', tags: ['live-tv'],
+      description: 'timeShiftBufferDepth is the time-shift window held now. start=program: suggestedPresentationDelay reaches back to the current programme\'s start (or the window\'s start). The MPD\'s Location (refresh=1) is where players fetch its updates: those keep the session alive but never start it (404 once it has stopped).',
       params: Params,
+      querystring: MpdQuery,
       response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id } = request.params as { channel_id: number };
+    const query = request.query as { start?: 'program'; refresh?: '1' };
+    if (query.refresh) {
+      const user = auth.requireUser(request);
+      const session = sessions.touch(channel_id, viewerOf(user).id);
+      if (!session) throw errors.notFound('This stream is not running; request the channel again');
+      return reply.header('cache-control', 'no-store').type(dash.contentType).send(await mpd(session, keyFor(user, channel_id), false));
+    }
     const { session, key } = await openSession(request, channel_id);
-    return reply.header('cache-control', 'no-store').type(dash.contentType).send(dash.mpd(presentation(session, key, '')));
+    return reply.header('cache-control', 'no-store').type(dash.contentType).send(await mpd(session, key, !!query.start));
+  });
+
+  http.get('/watch/live/:channel_id/play-info', {
+    config,
+    schema: {
+      summary: 'How to play a channel, for players that cannot send headers (native HLS in Safari, TVs)', tags: ['live-tv'],
+      description: 'The HLS master playlist URL, or the MPD for DASH-only Device-OS values, with a key scoped to the channel that the manifests and segments it leads to carry too (no header needed). Does not tune the channel: the URL does. start=program is carried into the URL. 404 for an unknown channel.',
+      params: Params,
+      querystring: WatchQuery,
+      response: { 200: PlayInfo, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+    },
+  }, async (request) => {
+    const { channel_id } = request.params as { channel_id: number };
+    const { start: startQuery } = request.query as { start?: 'program' };
+    const user = auth.requireUser(request);
+    await channelOf(channel_id);
+    const dashOnly = isDashOnly(request.headers['device-os'], host.dashOnly);
+    const path = dashOnly ? `/watch/live/${channel_id}/master.mpd` : `/watch/live/${channel_id}`;
+    return {
+      method: 'live' as const,
+      url: `${path}?key=${keyFor(user, channel_id)}${startQuery ? `&start=${startQuery}` : ''}`,
+      format: dashOnly ? 'dash' as const : 'hls' as const,
+      timeshift: timeshiftSeconds,
+    };
   });
 
   http.get('/watch/live/:channel_id/s/:attempt/:file', {
@@ -85,18 +198,27 @@ export function watchRoutes(http: HttpScope, deps: {
     schema: {
       summary: 'A live media playlist or segment (URLs come from the manifests, with their signed key)', tags: ['live-tv'],
       params: FileParams,
+      querystring: FileQuery,
       response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id, attempt, file } = request.params as { channel_id: number; attempt: number; file: string };
-    const session = sessions.touch(channel_id);
+    const { start: startAt } = request.query as { start?: number };
+    const user = auth.requireUser(request);
+    const segment = /^(?:video|audio)-(\d+)\.m4s$/.exec(file);
+    const session = sessions.touch(channel_id, viewerOf(user).id, segment ? Number(segment[1]) : undefined);
     if (!session || attempt > session.run) throw errors.notFound('This stream is not running; request the channel again');
     const playlist = /^(video|audio)\.m3u8$/.exec(file);
     if (playlist) {
-      const key = keyFor(auth.requireUser(request), channel_id);
-      const listed = presentation(session, key, hlsBase(channel_id));
-      if (!listed.periods.some((p) => p.representations.some((r) => r.id === playlist[1]))) throw errors.notFound('No such playlist');
-      return reply.header('cache-control', 'no-store').type(hls.contentType).send(hls.media(listed, playlist[1]));
+      const rep = playlist[1];
+      // The session (its directory is its own), and where its window starts and ends.
+      const version = `${session.dir}:${session.timeline.firstSequence}:${session.timeline.sequence}`;
+      const text = playlists.get(`${channel_id}/${rep}/${startAt ?? ''}`, version, () => {
+        const listed = presentation(session, KEY_MARK, hlsBase(channel_id), { startAt });
+        return listed.periods.some((p) => p.representations.some((r) => r.id === rep)) ? hls.media(listed, rep) : undefined;
+      });
+      if (text === undefined) throw errors.notFound('No such playlist');
+      return reply.header('cache-control', 'no-store').type(hls.contentType).send(text.replaceAll(KEY_MARK, keyFor(user, channel_id)));
     }
     const found = session.timeline.file(attempt, file);
     const data = found && (await files.get(found.path));

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type Tuner, type TunerChannel } from 'antenna/sdk';
+import {
+  errors, type AuthUser, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type TranscodeBudget, type TranscodeRequest,
+  type TranscodeSlot, type Tuner, type TunerChannel,
+} from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
 import type { LiveTvRegistry } from '../registry.js';
 import { canCopy, parseInputStreamLine, type ClientCaps } from './codecs.js';
+import { failureError, ffmpegFailure, notReady, tunerFailure, type LiveFailure } from './failures.js';
 import { segmenterArgs, SegmenterOutput } from './segmenter.js';
 import { LiveTimeline } from './timeline.js';
 
@@ -13,11 +17,29 @@ export interface LiveOptions {
   segmentSeconds: number;
   idleTimeoutMs: number;
   readyTimeoutMs: number;
+  /** Seconds of each session kept for pausing and seeking back (0: none beyond live playback). */
+  timeshiftSeconds: number;
+  /** The most bytes a session's time-shift window holds. */
+  timeshiftMaxBytes: number;
+}
+
+/** Who watches: the user's device session, whose position is the last segment it fetched. */
+export interface Viewer {
+  id: string;
+  user: Pick<AuthUser, 'id' | 'admin'>;
+}
+
+/** A viewer's decoding abilities, and whose CPU budget a transcode for them counts against. */
+interface ViewerCaps {
+  caps: ClientCaps;
+  owner: TranscodeRequest['owner'];
 }
 
 /** The shared state of one channel's live job; every viewer's request reads it. */
 export interface LiveSession {
   channelId: number;
+  /** The channel's name, for messages. */
+  name: string;
   tunerId: string;
   dir: string;
   /** The current run of ffmpeg (0, 1, … over the session's life; -1 before the first). */
@@ -28,14 +50,26 @@ export interface LiveSession {
   /** The session's finished segments, files and manifests. */
   timeline: LiveTimeline;
   /** Why the last run failed before it produced anything; cleared when a run starts. */
-  failure?: string;
+  failure?: LiveFailure;
   /** The current ffmpeg (for tests and diagnostics). */
   pid: number;
-  lastError?: string;
+  lastError?: LiveFailure;
+  /** Whether any run has produced a segment. */
+  started: boolean;
+  /** Requests waiting in open() for the session to become playable. */
+  waiting: number;
   /** Input codecs learnt from ffmpeg, kept for the channel's next session. */
   input: { video?: string; audio?: string };
   /** What every viewer so far can decode; transcoding starts when one cannot take the input. */
-  viewers: ClientCaps[];
+  viewers: ViewerCaps[];
+  /** Per viewer, the sequence number of the last segment it fetched: where it is in the window. */
+  positions: Map<string, number>;
+  /** Whose the session is first: the viewer who started it, or 'system' for a recording. */
+  owner: TranscodeRequest['owner'];
+  /** The transcode slot held while the session encodes video: kept across runs, released when the session ends. */
+  transcode?: TranscodeSlot;
+  /** Why a switch to transcoding was refused (the CPU budget), for the viewers who need it. */
+  refused?: LiveFailure;
   /** Where the runs' timeline has reached, in wall-clock seconds (the offset the next run's init segments carry). */
   timelineEnd: number;
   /** Stops the current ffmpeg (to switch modes). */
@@ -43,6 +77,8 @@ export interface LiveSession {
 }
 
 const SEGMENT_POLL_MS = 100;
+/** Viewers whose positions a session remembers (the latest ones). */
+const MAX_POSITIONS = 500;
 /** ffmpeg's complaints when -analyzeduration ended before a stream's codec parameters were found. */
 const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unspecified (size|pixel format|sample format)|sample rate not set/i;
 
@@ -50,7 +86,8 @@ const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unsp
  * One ffmpeg (one upstream connection) per channel, shared by all its viewers,
  * run as a job `live:<channelId>`: restarted with backoff when it dies,
  * stopped when nobody has asked for it for idleTimeout, its files removed.
- * The tuner slot ledger counts these jobs per tuner.
+ * The tuner slot ledger counts these jobs per tuner. A session that transcodes
+ * holds a slot of the server's transcode budget for its whole life.
  */
 export class LiveSessions {
   /** Input codecs per channel from earlier sessions, so a second tune decides copy/transcode up front. */
@@ -66,35 +103,46 @@ export class LiveSessions {
     private readonly jobs: JobManager,
     private readonly ffmpeg: FfmpegService,
     private readonly registry: LiveTvRegistry,
+    private readonly budget: TranscodeBudget,
     private readonly log: Logger,
     private readonly options: LiveOptions,
   ) {}
 
-  /** The running session of a channel, kept alive (every manifest and segment request touches it). */
-  touch(channelId: number): LiveSession | undefined {
+  /**
+   * The running session of a channel, for a viewer's request of a playlist or segment (`sequence`:
+   * the segment's number). The request keeps the session alive unless the viewer's position (the
+   * last segment it fetched) has left the window: a paused player that keeps reloading its playlist
+   * holds the session only while it could still resume where it was.
+   */
+  touch(channelId: number, viewer: string, sequence?: number): LiveSession | undefined {
     const job = this.jobs.get<LiveSession>(`live:${channelId}`);
-    job?.touch();
-    return job?.data;
+    if (!job) return undefined;
+    this.use(job, viewer, sequence);
+    return job.data;
   }
 
   /** The running session for the channel, or a new one; waits until this viewer can play it. */
-  async open(channel: Channel, caps: ClientCaps): Promise<LiveSession> {
+  async open(channel: Channel, caps: ClientCaps, viewer: Viewer): Promise<LiveSession> {
     const tuner = this.registry.tuners.get(channel.tunerId);
     if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
     const key = `live:${channel.id}`;
     let job = this.jobs.get<LiveSession>(key);
-    if (!job) {
+    if (job) {
+      job.touch();
+      job.data.positions.delete(viewer.id); // a new start: no position yet
+    } else {
       if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
-      job = this.startInSlot(key, channel, tuner);
+      job = this.startInSlot(key, channel, tuner, viewer.user);
     }
-    job.touch();
     const session = job.data;
     if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
+      const refused = this.reserveTranscode(session, viewer.user);
+      if (refused) throw failureError(session.name, refused, viewer.user.admin);
       this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
     }
-    session.viewers.push(caps);
+    session.viewers.push({ caps, owner: viewer.user });
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
-    await this.whenPlayable(job, caps);
+    await this.whenPlayable(job, caps, viewer.user.admin);
     return job.data;
   }
 
@@ -112,7 +160,7 @@ export class LiveSessions {
     while (!job) {
       const used = this.usedSlots(tuner);
       if (used.size < tuner.maxStreams) {
-        job = this.startInSlot(key, channel, tuner);
+        job = this.startInSlot(key, channel, tuner, 'system');
         break;
       }
       // Full: wait for a session that is stopping anyway, else stop one that only viewers use.
@@ -150,21 +198,36 @@ export class LiveSessions {
         subscriptions.add(stop);
         return () => { subscriptions.delete(stop); stop(); };
       },
-      lastError: () => held.data.lastError,
+      // Recordings show it to every user: the kind of failure, never the upstream's detail.
+      lastError: () => held.data.lastError?.kind,
       ended,
       release,
     };
   }
 
+  /** A viewer's request keeps the session alive while the viewer's position is inside the window (or not known yet). */
+  private use(job: Job<LiveSession>, viewer: string, sequence?: number): void {
+    const { positions, timeline } = job.data;
+    if (sequence !== undefined) {
+      positions.delete(viewer); // Map order: the latest viewers last
+      positions.set(viewer, sequence);
+      if (positions.size > MAX_POSITIONS) positions.delete(positions.keys().next().value!);
+    }
+    const at = positions.get(viewer);
+    if (at === undefined || at >= timeline.firstSequence) job.touch();
+  }
+
   /**
    * Waits until the session's manifests can be answered to this viewer: three target durations
    * of segments it can decode. A viewer waiting keeps the session alive (idleTimeout may be
-   * shorter than a start).
+   * shorter than a start). A stream that never started and that nobody waits for any more ends
+   * at once, freeing its tuner slot.
    */
-  private async whenPlayable(job: Job<LiveSession>, caps: ClientCaps): Promise<void> {
+  private async whenPlayable(job: Job<LiveSession>, caps: ClientCaps, admin: boolean): Promise<void> {
     const keepAlive = setInterval(() => job.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
     let deadline = Date.now() + this.options.readyTimeoutMs;
     let progress = job.data.timeline.sequence;
+    job.data.waiting++;
     try {
       for (;;) {
         const session = job.data;
@@ -174,24 +237,41 @@ export class LiveSessions {
           progress = session.timeline.sequence;
           deadline = Date.now() + this.options.readyTimeoutMs;
         }
-        if (session.failure || job.state !== 'running') {
-          throw errors.badGateway(`Stream failed: ${session.failure ?? session.lastError ?? job.error ?? 'the stream did not start'}`, 5);
-        }
+        const failure = session.failure ?? (session.refused && !decodable(session, caps) ? session.refused : undefined);
+        if (failure) throw failureError(session.name, failure, admin);
+        if (job.state !== 'running') throw failureError(session.name, session.lastError ?? ffmpegFailure('', null), admin);
         let timer: NodeJS.Timeout | undefined;
         const outcome = await Promise.race([
           session.timeline.changed().then(() => 'changed' as const),
           job.done.then(() => 'ended' as const),
           new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), Math.max(0, deadline - Date.now())); }),
         ]).finally(() => clearTimeout(timer));
-        if (outcome === 'timeout') {
-          const why = session.lastError ?? job.error ?? 'the stream did not start';
-          throw errors.unavailable(`Stream not ready after ${Math.round(this.options.readyTimeoutMs / 1000)} s: ${why}`, 5);
-        }
+        if (outcome === 'timeout') throw failureError(session.name, notReady(Math.round(this.options.readyTimeoutMs / 1000), session.lastError), admin);
       }
     } finally {
       clearInterval(keepAlive);
+      job.data.waiting--;
       job.touch();
+      if (this.abandoned(job.data) && job.state === 'running') void job.stop('the stream failed before it started and nobody waits for it');
     }
+  }
+
+  /** A session that never produced a segment, that no viewer waits for and no recording holds: ended rather than retried. */
+  private abandoned(session: LiveSession): boolean {
+    return !session.started && session.waiting === 0 && !this.holders.get(session.channelId) && (!!session.failure || !!session.lastError);
+  }
+
+  /** Takes a transcode slot for the session unless it has one; the refusal when the budget has none. */
+  private reserveTranscode(session: LiveSession, owner: TranscodeRequest['owner']): LiveFailure | undefined {
+    if (session.transcode) return undefined;
+    const reserved = this.budget.reserve({ owner: this.holders.get(session.channelId) ? 'system' : owner, label: `live:${session.channelId}` });
+    if ('refused' in reserved) {
+      const reason = reserved.message.charAt(0).toLowerCase() + reserved.message.slice(1);
+      return { status: 503, kind: reason, detail: reason, retryAfter: reserved.retryAfter };
+    }
+    session.transcode = reserved.slot;
+    session.refused = undefined;
+    return undefined;
   }
 
   private switchToTranscode(session: LiveSession, why: string): void {
@@ -209,9 +289,9 @@ export class LiveSessions {
   }
 
   /** Starts the channel's job in a slot of its tuner, which the job gives back when it ends. */
-  private startInSlot(key: string, channel: Channel, tuner: Tuner): Job<LiveSession> {
+  private startInSlot(key: string, channel: Channel, tuner: Tuner, owner: TranscodeRequest['owner']): Job<LiveSession> {
     const used = this.usedSlots(tuner);
-    const job = this.start(key, channel, tunerChannelOf(channel));
+    const job = this.start(key, channel, tunerChannelOf(channel), owner);
     used.set(channel.id, job);
     void job.done.then(() => {
       // A new job of the channel may hold the slot already (started while this one was stopping).
@@ -220,8 +300,8 @@ export class LiveSessions {
     return job;
   }
 
-  private start(key: string, channel: Channel, tunerChannel: TunerChannel): Job<LiveSession> {
-    const { workDir, segmentSeconds, idleTimeoutMs } = this.options;
+  private start(key: string, channel: Channel, tunerChannel: TunerChannel, owner: TranscodeRequest['owner']): Job<LiveSession> {
+    const { workDir, segmentSeconds, idleTimeoutMs, timeshiftSeconds, timeshiftMaxBytes } = this.options;
     const dir = path.join(workDir, `${channel.id}-${randomBytes(4).toString('hex')}`);
     const tuner = this.registry.tuners.get(channel.tunerId)!;
     const job = this.jobs.ensure<LiveSession>(key, () => ({
@@ -229,19 +309,32 @@ export class LiveSessions {
       idleTimeoutMs,
       restart: { maxRestarts: Number.POSITIVE_INFINITY, initialDelayMs: 1000, maxDelayMs: 15_000 },
       data: {
-        channelId: channel.id, tunerId: channel.tunerId, dir, run: -1, mode: 'copy', runs: new Map(), pid: 0, timelineEnd: 0,
-        timeline: new LiveTimeline(dir, { segmentSeconds, now: () => Date.now(), log: this.log, channelId: channel.id }),
-        input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [],
+        channelId: channel.id, name: channel.name, tunerId: channel.tunerId, dir, run: -1, mode: 'copy', runs: new Map(), pid: 0, timelineEnd: 0,
+        timeline: new LiveTimeline(dir, {
+          segmentSeconds, timeshiftSeconds, maxBytes: timeshiftMaxBytes, now: () => Date.now(), log: this.log, channelId: channel.id,
+        }),
+        input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], positions: new Map(), owner, started: false, waiting: 0,
       },
       run: async (ctx) => {
         // Loops only to switch from copy to transcode; a failure goes to the job's restart policy.
         for (;;) {
-          const switched = await this.runOnce(key, ctx.data, tuner, tunerChannel, ctx.signal);
+          let switched: boolean;
+          try {
+            switched = await this.runOnce(key, ctx.data, tuner, tunerChannel, ctx.signal);
+          } catch (err) {
+            // Nobody to retry for: the job ends, and its tuner slot (and transcode slot) with it.
+            if (this.abandoned(ctx.data)) {
+              this.log.info({ channel: channel.id, error: ctx.data.lastError?.detail }, 'live: the stream failed before it started and nobody waits for it; stopping');
+              return;
+            }
+            throw err;
+          }
           if (!switched || ctx.signal.aborted) return;
         }
       },
     }));
     void job.done.then(() => {
+      job.data.transcode?.release();
       job.data.timeline.notify();
       return rm(dir, { recursive: true, force: true }).catch((err) => this.log.warn({ err, dir }, 'live: could not remove session files'));
     });
@@ -254,16 +347,32 @@ export class LiveSessions {
     session.failure = undefined;
     const run = ++session.run;
     let produced = false;
+    const failed = (failure: LiveFailure): Error => {
+      if (!signal.aborted) {
+        session.lastError = failure;
+        if (!produced) session.failure = failure;
+      }
+      session.timeline.notify();
+      return new RunFailure(failure);
+    };
+    let source;
+    try {
+      source = await tuner.openStream({ channel: tunerChannel, signal });
+    } catch (err) {
+      throw failed(tunerFailure(err));
+    }
+    const needing = session.input.video ? session.viewers.find((v) => !canCopy(v.caps, session.input)) : undefined;
+    if (/^(rawvideo|pcm)/.test(source.videoCodec ?? '') || needing) session.mode = 'transcode';
+    const mode = session.mode;
+    if (mode === 'transcode') {
+      const refused = this.reserveTranscode(session, needing?.owner ?? session.owner);
+      if (refused) throw failed(refused);
+    }
+    const guessed = session.input.video;
+    const fullProbe = this.fullProbe.has(session.channelId);
     try {
       const out = path.join(session.dir, String(run), 'ffmpeg');
       await mkdir(out, { recursive: true });
-      const source = await tuner.openStream({ channel: tunerChannel, signal });
-      if (/^(rawvideo|pcm)/.test(source.videoCodec ?? '') || (session.input.video && session.viewers.some((v) => !canCopy(v, session.input)))) {
-        session.mode = 'transcode';
-      }
-      const mode = session.mode;
-      const guessed = session.input.video;
-      const fullProbe = this.fullProbe.has(session.channelId);
       // Wall-clock seconds, never behind where the previous run ended: see segmenterArgs.
       const offsetSeconds = Math.max(Math.floor(Date.now() / 1000), Math.ceil(session.timelineEnd));
       const args = [
@@ -296,6 +405,7 @@ export class LiveSessions {
         for (const slot of await output.next()) {
           if (!produced) {
             produced = true;
+            session.started = true;
             session.runs.set(run, { mode, video: session.input.video });
             this.known.set(session.channelId, { ...session.input });
             session.lastError = undefined;
@@ -308,9 +418,16 @@ export class LiveSessions {
       const exit = proc.exited.finally(() => { exited = true; });
       try {
         while (!exited) {
-          if (session.mode === 'copy' && session.input.video && session.viewers.some((v) => !canCopy(v, session.input))) {
+          const needs = session.mode === 'copy' && session.input.video ? session.viewers.find((v) => !canCopy(v.caps, session.input)) : undefined;
+          if (needs) {
             this.known.set(session.channelId, { ...session.input });
-            this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+            session.refused = this.reserveTranscode(session, needs.owner);
+            if (!session.refused) this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+            else {
+              // Those viewers are told (503) and ask again; the others go on watching the copy.
+              session.viewers = session.viewers.filter((v) => canCopy(v.caps, session.input));
+              session.timeline.notify();
+            }
           }
           await take();
           await Promise.race([exit, new Promise((r) => setTimeout(r, SEGMENT_POLL_MS))]);
@@ -337,15 +454,18 @@ export class LiveSessions {
         this.log.info({ channel: session.channelId, video: session.input.video }, 'live: the video is not what was guessed; copying it as it is');
         return this.runOnce(key, session, tuner, tunerChannel, signal);
       }
-      throw new Error(summarize(result.stderrTail, result.code));
+      throw failed(ffmpegFailure(result.stderrTail, result.code, source.failure?.()));
     } catch (err) {
-      if (!signal.aborted) {
-        session.lastError = (err as Error).message;
-        if (!produced) session.failure = session.lastError;
-      }
-      session.timeline.notify();
-      throw err;
+      if (err instanceof RunFailure) throw err;
+      throw failed({ status: 502, kind: 'the stream stopped', detail: (err as Error).message, retryAfter: 5 });
     }
+  }
+}
+
+/** A run that failed, and why. */
+class RunFailure extends Error {
+  constructor(readonly failure: LiveFailure) {
+    super(`${failure.kind}: ${failure.detail}`);
   }
 }
 
@@ -393,11 +513,3 @@ function transcodeArgs(segmentSeconds: number): string[] {
     ...audioArgs(),
   ];
 }
-
-/** The line of ffmpeg's stderr that says what went wrong, without the noise. */
-function summarize(tail: string, code: number | null): string {
-  const lines = tail.split('\n').map((l) => l.trim()).filter(Boolean);
-  const telling = [...lines].reverse().find((l) => /error|refused|not found|forbidden|denied|invalid|failed|unable|timed out|no route|404|403|500/i.test(l));
-  return telling ? telling.replace(/^\[[^\]]+\]\s*/, '').slice(0, 300) : `ffmpeg exited with code ${code}`;
-}
-

@@ -1,9 +1,14 @@
 /**
  * A live session's own record of its finished segments, across its runs: the
- * files (linked out of ffmpeg's output under the session's names, removed as
- * the window slides on), what each representation is (codecs, measured peak
- * bit rate), the target duration, and the presentation players get. Each run
- * is a period: its own timeline and init segments.
+ * files (linked out of ffmpeg's output under the session's names), what each
+ * representation is (codecs, measured peak bit rate), the target duration, and
+ * the presentation players get. Each run is a period: its own timeline and
+ * init segments.
+ *
+ * The window players are offered is the time-shift window: the last
+ * `timeshiftSeconds` of segments, no more than `maxBytes` of them, and never
+ * less than live playback needs (30 s, or six target durations). Segments
+ * leave it oldest first, and their files go with them.
  */
 import { copyFile, link, mkdir, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -12,12 +17,23 @@ import type { SegmenterSegment } from './segmenter.js';
 
 /** The minimum a media playlist holds before players are answered (RFC 8216 §6.3.3: three target durations from its end). */
 const START_TARGETS = 3;
-/** The window players are offered: this long, or six target durations when those are longer. */
-const WINDOW_SECONDS = 30;
+/** The window live playback needs: this long, or six target durations when those are longer. */
+const LIVE_WINDOW_SECONDS = 30;
 /** A segment's files stay this long after it was announced, whatever the window (holders link them meanwhile). */
 const KEEP_ANNOUNCED_MS = 60_000;
 /** Declared bit rates sit this much above the measured peak. */
 const BANDWIDTH_MARGIN = 1.1;
+
+export interface TimelineOptions {
+  segmentSeconds: number;
+  /** Seconds of media kept behind the live edge for pausing and seeking back (0: only what live playback needs). */
+  timeshiftSeconds: number;
+  /** The most bytes the window's segments may hold, every representation counted. */
+  maxBytes: number;
+  now: () => number;
+  log: Logger;
+  channelId: number;
+}
 
 interface Rep extends Omit<LiveRepresentation, 'bandwidth'> {
   /** Peak bit rate of the run's segments so far. */
@@ -25,19 +41,29 @@ interface Rep extends Omit<LiveRepresentation, 'bandwidth'> {
   init: string;
 }
 
-interface Segment {
-  sequence: number;
+/** One representation's file of a segment. */
+interface Part {
   start: number;
   duration: number;
   file: string;
+}
+
+/** One segment number of a run: a part per representation (in the order of `run.reps`). */
+interface Slot {
+  sequence: number;
   announcedAt: number;
+  /** Every part's size together. */
+  bytes: number;
+  /** Seconds, by the run's main representation. */
+  seconds: number;
+  parts: (Part | undefined)[];
 }
 
 interface Run {
   index: number;
   dir: string;
   reps: Rep[];
-  segments: Map<string, Segment[]>;
+  slots: Slot[];
   /** Presentation time (s) of the period, and the media time (s) it stands for. */
   start: number;
   mediaStart: number;
@@ -61,16 +87,15 @@ export class LiveTimeline {
   private readonly runs: Run[] = [];
   private periods = 0;
   private nextSequence = 1;
+  /** The first sequence number players are offered (the window's start). */
+  private first = 1;
   private target: number | undefined;
   private warnedTarget = false;
   private readonly listeners = new Set<(segment: LiveSegment) => void>();
   private wake: (() => void) | undefined;
   private woken: Promise<void> | undefined;
 
-  constructor(
-    private readonly dir: string,
-    private readonly options: { segmentSeconds: number; now: () => number; log: Logger; channelId: number },
-  ) {
+  constructor(private readonly dir: string, private readonly options: TimelineOptions) {
     this.availabilityStart = options.now();
   }
 
@@ -92,6 +117,11 @@ export class LiveTimeline {
     return this.nextSequence;
   }
 
+  /** The sequence number of the oldest segment players are offered. */
+  get firstSequence(): number {
+    return this.first;
+  }
+
   /** The target duration: chosen once the first playlist can be answered, never changed afterwards. */
   targetDuration(): number {
     return this.target ?? this.candidateTarget();
@@ -111,31 +141,41 @@ export class LiveTimeline {
    * Takes one finished segment number of a run (every representation): links its files under the
    * session's names, measures it, and announces it. A slot whose files are gone already is dropped.
    */
-  async add(runIndex: number, slot: SegmenterSegment[]): Promise<void> {
+  async add(runIndex: number, segments: SegmenterSegment[]): Promise<void> {
     const now = this.options.now();
     let run = this.current;
     if (!run || run.index !== runIndex) {
-      run = await this.startRun(runIndex, slot, now);
+      run = await this.startRun(runIndex, segments, now);
       if (!run) return;
     }
     const sequence = this.nextSequence;
-    const taken: { rep: Rep; segment: Segment }[] = [];
-    for (const s of slot) {
-      const rep = run.reps.find((r) => r.kind === s.rep.kind);
-      if (!rep) continue;
-      const name = `${rep.id}-${sequence}.m4s`;
-      const file = path.join(run.dir, name);
+    const slot: Slot = { sequence, announcedAt: now, bytes: 0, seconds: 0, parts: run.reps.map(() => undefined) };
+    const placed: { file: string; kind: 'video' | 'audio' }[] = [];
+    for (const s of segments) {
+      const i = run.reps.findIndex((r) => r.kind === s.rep.kind);
+      if (i < 0) continue;
+      const rep = run.reps[i];
+      const file = path.join(run.dir, `${rep.id}-${sequence}.m4s`);
       const bytes = await place(s.file, file);
-      if (bytes === undefined) return; // ffmpeg's window moved on: the number is skipped in every representation
+      if (bytes === undefined) {
+        // ffmpeg's window moved on: the number is skipped in every representation.
+        for (const p of placed) await unlink(p.file).catch(() => {});
+        return;
+      }
+      placed.push({ file, kind: rep.kind });
       rep.peak = Math.max(rep.peak, (bytes * 8) / Math.max(0.001, s.duration / rep.timescale));
-      taken.push({ rep, segment: { sequence, start: s.start, duration: s.duration, file, announcedAt: now } });
-      run.files.set(name, { path: file, kind: rep.kind });
+      slot.parts[i] = { start: s.start, duration: s.duration, file };
+      slot.bytes += bytes;
     }
+    const main = mainIndex(run);
+    const mainPart = slot.parts[main];
+    slot.seconds = mainPart ? mainPart.duration / run.reps[main].timescale : 0;
+    for (const p of placed) run.files.set(path.basename(p.file), { path: p.file, kind: p.kind });
     this.nextSequence++;
-    for (const { rep, segment } of taken) run.segments.get(rep.id)!.push(segment);
+    run.slots.push(slot);
     if (this.target === undefined && this.playable()) this.target = this.candidateTarget();
-    this.checkTarget(taken);
-    for (const { rep, segment } of taken) this.announce(run, rep, segment);
+    this.checkTarget(run, slot);
+    this.announce(run, slot);
     await this.slide(now);
     this.notify();
   }
@@ -150,27 +190,58 @@ export class LiveTimeline {
     return this.current?.signature;
   }
 
+  /** Seconds of media in the window now. */
+  windowSeconds(): number {
+    let total = 0;
+    for (const run of this.listedRuns()) for (const slot of run.slots) if (slot.sequence >= this.first) total += slot.seconds;
+    return total;
+  }
+
+  /** Bytes of media in the window now (every representation). */
+  windowBytes(): number {
+    let total = 0;
+    for (const run of this.listedRuns()) for (const slot of run.slots) if (slot.sequence >= this.first) total += slot.bytes;
+    return total;
+  }
+
+  /** The wall-clock time (ms) the window starts at, or undefined before any segment. */
+  windowStart(): number | undefined {
+    for (const run of this.listedRuns()) {
+      const slot = run.slots.find((s) => s.sequence >= this.first);
+      const part = slot && slot.parts[mainIndex(run)];
+      if (part) return this.wallClock(run, run.reps[mainIndex(run)], part);
+    }
+    return undefined;
+  }
+
   /** The presentation as players get it now. */
   presentation(links: Links): Presentation {
     const runs = this.listedRuns();
-    const target = this.targetDuration();
-    const window = this.windowSeconds();
-    const first = this.firstListed(runs, window);
-    const periods: PresentationPeriod[] = runs.map((run) => ({
-      id: String(run.index),
-      sequence: run.sequence,
-      start: run.start,
-      mediaStart: run.mediaStart,
-      representations: run.reps.map((rep) => ({
-        id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
-        frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
-        init: links.init(run.index, rep.id), media: links.media(run.index, rep.id),
-        segments: run.segments.get(rep.id)!.filter((s) => s.sequence >= first).map((s) => ({ number: s.sequence, start: s.start, duration: s.duration })),
-      })),
-    })).filter((p) => p.representations.some((r) => r.segments.length));
+    const periods: PresentationPeriod[] = [];
+    for (const run of runs) {
+      const slots = run.slots.filter((s) => s.sequence >= this.first);
+      if (!slots.length) continue;
+      periods.push({
+        id: String(run.index),
+        sequence: run.sequence,
+        start: run.start,
+        mediaStart: run.mediaStart,
+        representations: run.reps.map((rep, i) => ({
+          id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
+          frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
+          init: links.init(run.index, rep.id), media: links.media(run.index, rep.id),
+          segments: slots.flatMap((s) => {
+            const part = s.parts[i];
+            return part ? [{ number: s.sequence, start: part.start, duration: part.duration }] : [];
+          }),
+        })),
+      });
+    }
+    const seconds = periods.length ? this.windowSeconds() : 0;
     return {
-      type: 'live', targetDuration: target, availabilityStart: this.availabilityStart, now: this.options.now(),
-      windowSeconds: window, mediaSequence: first, periods,
+      type: 'live', targetDuration: this.targetDuration(), availabilityStart: this.availabilityStart, now: this.options.now(),
+      // DASH players count the window back from the clock: one target duration more than what is listed.
+      windowSeconds: seconds + this.targetDuration(), mediaSequence: this.first, periods,
     };
   }
 
@@ -181,9 +252,7 @@ export class LiveTimeline {
 
   /** Calls `listener` with every kept segment (oldest first), then with each new one; returns how to stop. */
   subscribe(listener: (segment: LiveSegment) => void): () => void {
-    const kept = this.runs.flatMap((run) => run.reps.flatMap((rep) => run.segments.get(rep.id)!.map((segment) => ({ run, rep, segment }))));
-    kept.sort((a, b) => a.segment.sequence - b.segment.sequence);
-    for (const k of kept) listener(this.event(k.run, k.rep, k.segment));
+    for (const run of this.runs) for (const slot of run.slots) for (const event of this.events(run, slot)) listener(event);
     this.listeners.add(listener);
     return () => { this.listeners.delete(listener); };
   }
@@ -204,10 +273,9 @@ export class LiveTimeline {
     const mediaEnd = Math.max(...slot.map((s) => (s.start + s.duration) / s.rep.timescale));
     const mediaStart = Math.min(...slot.map((s) => s.start / s.rep.timescale));
     const previous = this.current;
-    const previousEnd = previous ? previous.start + Math.max(...previous.reps.map((r) => seconds(previous, r.id))) : 0;
+    const previousEnd = previous ? previous.start + runSeconds(previous) : 0;
     const run: Run = {
-      index, dir, reps,
-      segments: new Map(reps.map((r) => [r.id, []])),
+      index, dir, reps, slots: [],
       start: Math.max(previousEnd, (now - this.availabilityStart) / 1000 - (mediaEnd - mediaStart)),
       mediaStart,
       sequence: this.periods++,
@@ -241,25 +309,27 @@ export class LiveTimeline {
   private holdsStart(runs: Run[]): boolean {
     if (!runs.length) return false;
     const need = START_TARGETS * this.targetDuration() - 0.05;
-    return runs[runs.length - 1].reps.every((rep) => runs.reduce((sum, run) => sum + seconds(run, rep.id), 0) >= need);
+    const last = runs[runs.length - 1];
+    return last.reps.every((rep) => runs.reduce((sum, run) => sum + repSeconds(run, rep.id), 0) >= need);
   }
 
-  private windowSeconds(): number {
-    return Math.max(WINDOW_SECONDS, 2 * START_TARGETS * this.targetDuration());
-  }
-
-  /** The sequence number of the first segment in the window (measured on the main representation, the same for all). */
-  private firstListed(runs: Run[], window: number): number {
-    let total = 0;
+  /**
+   * The first sequence number of the window: walking back from the newest segment, everything
+   * live playback needs, then older segments while they fit the time-shift window and the bytes.
+   */
+  private windowFirst(runs: Run[]): number {
+    const live = Math.max(LIVE_WINDOW_SECONDS, 2 * START_TARGETS * this.targetDuration());
+    let seconds = 0;
+    let bytes = 0;
     let first = this.nextSequence;
     for (let i = runs.length - 1; i >= 0; i--) {
-      const run = runs[i];
-      const main = run.reps.find((r) => r.kind === 'video') ?? run.reps[0];
-      const list = run.segments.get(main.id)!;
-      for (let j = list.length - 1; j >= 0; j--) {
-        if (total >= window) return first;
-        total += list[j].duration / main.timescale;
-        first = list[j].sequence;
+      const slots = runs[i].slots;
+      for (let j = slots.length - 1; j >= 0; j--) {
+        const slot = slots[j];
+        if (seconds >= live && (seconds + slot.seconds > this.options.timeshiftSeconds + 0.05 || bytes + slot.bytes > this.options.maxBytes)) return first;
+        seconds += slot.seconds;
+        bytes += slot.bytes;
+        first = slot.sequence;
       }
     }
     return first;
@@ -271,60 +341,78 @@ export class LiveTimeline {
    */
   private candidateTarget(): number {
     let longest = 0;
-    for (const run of this.runs) for (const rep of run.reps) for (const s of run.segments.get(rep.id)!) longest = Math.max(longest, s.duration / rep.timescale);
+    for (const run of this.runs) {
+      for (const slot of run.slots) {
+        slot.parts.forEach((part, i) => { if (part) longest = Math.max(longest, part.duration / run.reps[i].timescale); });
+      }
+    }
     return Math.max(this.options.segmentSeconds, Math.ceil(longest - 0.05));
   }
 
-  private checkTarget(taken: { rep: Rep; segment: Segment }[]): void {
+  private checkTarget(run: Run, slot: Slot): void {
     if (this.target === undefined || this.warnedTarget) return;
-    const over = taken.find(({ rep, segment }) => Math.round(segment.duration / rep.timescale) > this.target!);
-    if (!over) return;
+    const i = slot.parts.findIndex((part, k) => part && Math.round(part.duration / run.reps[k].timescale) > this.target!);
+    if (i < 0) return;
     this.warnedTarget = true;
-    this.options.log.warn({ channel: this.options.channelId, seconds: over.segment.duration / over.rep.timescale, target: this.target },
+    this.options.log.warn({ channel: this.options.channelId, seconds: slot.parts[i]!.duration / run.reps[i].timescale, target: this.target },
       'live: a segment is longer than the target duration (the source\'s keyframes came further apart than at the start)');
   }
 
-  private announce(run: Run, rep: Rep, segment: Segment): void {
+  private announce(run: Run, slot: Slot): void {
     if (!this.listeners.size) return;
-    const event = this.event(run, rep, segment);
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.options.log.warn({ err, channel: this.options.channelId }, 'live: a segment listener failed');
+    for (const event of this.events(run, slot)) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          this.options.log.warn({ err, channel: this.options.channelId }, 'live: a segment listener failed');
+        }
       }
     }
   }
 
-  private event(run: Run, rep: Rep, segment: Segment): LiveSegment {
-    const { peak: _peak, init, ...info } = rep;
-    return {
-      run: run.index,
-      representation: { ...info, bandwidth: declared(rep) },
-      initPath: init,
-      path: segment.file,
-      sequence: segment.sequence,
-      start: segment.start,
-      duration: segment.duration,
-      wallClock: this.availabilityStart + (run.start + segment.start / rep.timescale - run.mediaStart) * 1000,
-      targetDuration: this.targetDuration(),
-    };
+  private events(run: Run, slot: Slot): LiveSegment[] {
+    const out: LiveSegment[] = [];
+    run.reps.forEach((rep, i) => {
+      const part = slot.parts[i];
+      if (!part) return;
+      const { peak: _peak, init, ...info } = rep;
+      out.push({
+        run: run.index,
+        representation: { ...info, bandwidth: declared(rep) },
+        initPath: init,
+        path: part.file,
+        sequence: slot.sequence,
+        start: part.start,
+        duration: part.duration,
+        wallClock: this.wallClock(run, rep, part),
+        targetDuration: this.targetDuration(),
+      });
+    });
+    return out;
   }
 
-  /** Removes the files of segments that left the window and were announced long enough ago; runs left empty go. */
+  private wallClock(run: Run, rep: Rep, part: Part): number {
+    return this.availabilityStart + (run.start + part.start / rep.timescale - run.mediaStart) * 1000;
+  }
+
+  /**
+   * Moves the window's start on, and removes the files of segments before it that were announced
+   * long enough ago; runs left empty go.
+   */
   private async slide(now: number): Promise<void> {
     const listed = this.listedRuns();
-    const first = this.firstListed(listed, this.windowSeconds());
+    this.first = Math.max(this.first, this.windowFirst(listed));
     for (const run of [...this.runs]) {
-      for (const rep of run.reps) {
-        const list = run.segments.get(rep.id)!;
-        while (list.length && (list[0].sequence < first || !listed.includes(run)) && now - list[0].announcedAt >= KEEP_ANNOUNCED_MS) {
-          const gone = list.shift()!;
-          run.files.delete(path.basename(gone.file));
-          await unlink(gone.file).catch(() => {});
+      while (run.slots.length && (run.slots[0].sequence < this.first || !listed.includes(run)) && now - run.slots[0].announcedAt >= KEEP_ANNOUNCED_MS) {
+        const gone = run.slots.shift()!;
+        for (const part of gone.parts) {
+          if (!part) continue;
+          run.files.delete(path.basename(part.file));
+          await unlink(part.file).catch(() => {});
         }
       }
-      if (run !== this.current && run.reps.every((r) => !run.segments.get(r.id)!.length)) {
+      if (run !== this.current && !run.slots.length) {
         this.runs.splice(this.runs.indexOf(run), 1);
         await rm(run.dir, { recursive: true, force: true }).catch(() => {});
       }
@@ -332,11 +420,24 @@ export class LiveTimeline {
   }
 }
 
+/** The representation the window is measured on: the video, else the first. */
+function mainIndex(run: Run): number {
+  const video = run.reps.findIndex((r) => r.kind === 'video');
+  return video < 0 ? 0 : video;
+}
+
 /** Seconds of media a run holds for one representation. */
-function seconds(run: Run, repId: string): number {
-  const rep = run.reps.find((r) => r.id === repId);
-  if (!rep) return 0;
-  return run.segments.get(repId)!.reduce((sum, s) => sum + s.duration, 0) / rep.timescale;
+function repSeconds(run: Run, repId: string): number {
+  const i = run.reps.findIndex((r) => r.id === repId);
+  if (i < 0) return 0;
+  let units = 0;
+  for (const slot of run.slots) units += slot.parts[i]?.duration ?? 0;
+  return units / run.reps[i].timescale;
+}
+
+/** Seconds of media a run holds, its longest representation. */
+function runSeconds(run: Run): number {
+  return Math.max(...run.reps.map((r) => repSeconds(run, r.id)));
 }
 
 const declared = (rep: Rep) => Math.max(1, Math.ceil(rep.peak * BANDWIDTH_MARGIN));

@@ -74,6 +74,24 @@ t.test('DASH: a dynamic MPD with two Periods; a static one once complete', async
   t.match(hlsVod.playlist, { playlistType: 'VOD', endlist: true, mediaSequence: 0 });
 });
 
+t.test('start over: EXT-X-START back to the time asked for, a DASH delay that reaches it, updates from Location', async (t) => {
+  const at = (seconds: number) => ({ ...live, startAt: AST + seconds * 1000 });
+  // The playlist covers 20–26 s and 30–34 s of presentation time.
+  const start = (p: Presentation) => /#EXT-X-START:(.*)/.exec(hlsPackager.media(p, 'video'))?.[1];
+  t.equal(start(at(22)), 'TIME-OFFSET=-12.000,PRECISE=YES', 'back from the end of the last segment to the time asked for');
+  t.equal(start(at(5)), 'TIME-OFFSET=-14.000,PRECISE=YES', 'a time before the window: its start');
+  t.equal(start(at(30)), undefined, 'within three target durations of the end: where players start anyway');
+  t.equal(start(live), undefined, 'none without startAt');
+  t.strictSame(checkHlsMedia(hlsPackager.media(at(22), 'audio')).problems, [], 'still a valid playlist');
+  const mpd = dashPackager.mpd({ ...at(22), location: 'master.mpd?key=k&refresh=1' });
+  t.match(mpd, /suggestedPresentationDelay="PT38\.000S"/, 'suggestedPresentationDelay: from publishTime back to the time asked for');
+  t.match(mpd, /<MPD [^>]*>\n {2}<Location>master\.mpd\?key=k&amp;refresh=1<\/Location>\n {2}<Period /, 'Location before the Periods (the schema\'s order)');
+  t.strictSame(checkMpd(mpd).problems, []);
+  const schema = await checkMpdSchema(mpd);
+  t.strictSame(schema.problems, [], 'schema, when at hand');
+  t.match(dashPackager.mpd(live), /suggestedPresentationDelay="PT5\.000S"/, 'without startAt: three target durations less a second');
+});
+
 t.test('the validator catches what players trip over', async (t) => {
   const media = (head: string[], body: string[]) => ['#EXTM3U', ...head, ...body].join('\n');
   const seg = (d: string, uri = 's.m4s') => [`#EXTINF:${d},`, uri];

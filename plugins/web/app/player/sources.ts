@@ -4,7 +4,8 @@
  *   vod        play-info → a direct file or master.m3u8, both with a signed key, and resume_position.
  *   live       /watch/live/{id} is the HLS master for a client without Device-OS. It is fetched once
  *              first so a refusal (409 tuner limit, 502/503 stream failed) comes back with the
- *              server's message, which hls.js would reduce to a status code.
+ *              server's message, which hls.js would reduce to a status code. A browser that plays
+ *              HLS itself (no hls.js) gets play-info's URL, whose key replaces the header.
  *   recording  /watch/recording/{id} fetched first for the same reason (it also waits for the first
  *              media of a recording that has just started), then play-info of its catalog item
  *              rec-<id>: the signed URL, the resume position, and the entry continue-watching keeps.
@@ -12,7 +13,8 @@
 import { api, request } from '../api.js';
 import type { Channel, GuidePage, ItemDetail, PlayInfo, Recording } from '../types.js';
 import { formatClock } from '../ui.js';
-import type { Source } from './engine.js';
+import { loadHls, type Source } from './engine.js';
+import type { LivePlayInfo } from './live.js';
 
 export type PlayerKind = 'live' | 'vod' | 'recording';
 
@@ -49,6 +51,10 @@ export async function prepare(kind: PlayerKind, id: string, options: { audioTrac
   if (kind === 'live') {
     const path = `/watch/live/${enc(id)}`;
     await preflight(path, signal);
+    if (!(await loadHls()).isSupported()) {
+      const info = await api<LivePlayInfo>(`${path}/play-info`, { signal });
+      return { source: { url: info.url, hls: true, live: true } };
+    }
     return { source: { url: path, hls: true, live: true } };
   }
   const path = `/watch/recording/${enc(id)}`;

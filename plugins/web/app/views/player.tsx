@@ -16,6 +16,7 @@ import { heading, prepare, type Heading, type PlayerKind } from '../player/sourc
 import { currentPath, href, navigate, routeQuery } from '../router.js';
 import type { AudioStream, ItemDetail, SubtitleTrack } from '../types.js';
 import { describeError, Spinner, useTitle } from '../ui.js';
+import { LiveControls } from './live-controls.js';
 
 const SUBTITLE_CHOICE = 'antenna.player.subtitles';
 
@@ -194,6 +195,11 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     setLoad((l) => ({ n: l.n + 1, audioTrack: track, start: video.currentTime || l.start }));
   };
 
+  const toggleFullscreen = () => {
+    if (document.fullscreenElement) void document.exitFullscreen().catch(() => {});
+    else void frameRef.current?.requestFullscreen?.().catch(() => {});
+  };
+
   const retry = () => {
     const video = videoRef.current!;
     setLoad((l) => ({ n: l.n + 1, audioTrack: l.audioTrack, start: kind === 'live' ? undefined : (video.currentTime || l.start) }));
@@ -230,11 +236,12 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
         </div>
       </div>
       <div class="player-stage">
-        <video ref={videoRef} class="player-video" controls playsInline preload="auto" aria-label={head ? `Video: ${head.title}` : 'Video'} />
+        <video ref={videoRef} class="player-video" controls={kind !== 'live'} playsInline preload="auto" aria-label={head ? `Video: ${head.title}` : 'Video'} />
+        {kind === 'live' && <LiveControls id={id} video={() => videoRef.current} hls={() => engineRef.current?.hls} fullscreen={toggleFullscreen} />}
         {waiting && !failure && <div class="player-overlay waiting"><Spinner label={kind === 'live' ? 'Tuning' : 'Loading video'} /></div>}
         {failure && <FailureOverlay kind={kind} failure={failure} onRetry={retry} onBack={back} />}
       </div>
-      <p class="player-keys muted">Space or K play/pause · ← → 10 s · F full screen · Esc back</p>
+      <p class="player-keys muted">Space or K play/pause · ← → 10 s{kind === 'live' ? ' · Page Up/Down channel · G guide' : ''} · F full screen · Esc back</p>
     </div>
   );
 }
