@@ -28,6 +28,11 @@ const BRACKETED_TAG = /[[(]\s*([\p{L}\d ]{1,4})\s*[\])]/gu;
 const COUNTRY_PREFIX = /^\s*\|?\s*\p{L}{2,3}\s*[:|]\s*/u;
 /** A timeshift marker, kept as a token of its own: "+1", "+24", "+1h". */
 const TIMESHIFT = /\+\s*(\d{1,2})\s*(?:h\b|hours?\b)?/g;
+/** Circled letters playlists append as flags ("Arte Ⓖ": geo-blocked), which NFKD would make letters. */
+const ENCLOSED = /[\u2460-\u24ff\u{1F100}-\u{1F1FF}]/gu;
+const NUMBER_WORDS = new Map(['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten'].map((w, i) => [w, String(i)]));
+/** Words that many channel names add or leave out ("Skai TV", "SKAI"): ignored by the fuzzy score only. */
+const GENERIC = new Set(['tv', 'channel', 'television']);
 
 /**
  * A channel name reduced to what identifies the channel: "US: CNN HD" and "cnn" and "CNN
@@ -35,10 +40,10 @@ const TIMESHIFT = /\+\s*(\d{1,2})\s*(?:h\b|hours?\b)?/g;
  * never "bbc one" (a timeshift channel has other programmes).
  */
 export function normaliseName(name: string): string {
-  let s = fold(name).replace(COUNTRY_PREFIX, ' ');
+  let s = fold(name.replace(ENCLOSED, ' ')).replace(COUNTRY_PREFIX, ' ');
   s = s.replace(BRACKETED_TAG, (whole, inner: string) => (/^\s*\+/.test(inner) || /\d/.test(inner) && !QUALITY.has(inner.trim()) ? ` ${inner} ` : ' '));
   s = s.replace(TIMESHIFT, ' plus$1 ').replace(/&/g, ' and ').replace(/[^\p{L}\p{N}]+/gu, ' ');
-  const tokens = s.split(' ').filter((t) => t && !QUALITY.has(t));
+  const tokens = s.split(' ').filter((t) => t && !QUALITY.has(t)).map((t) => NUMBER_WORDS.get(t) ?? t);
   return tokens.join(' ');
 }
 
@@ -47,8 +52,13 @@ export const foldId = (id: string): string => id.toLowerCase().replace(/\s+/g, '
 
 /** The name's key for equality: normalised, without spaces ("BBC One" = "BBCOne"). */
 const compact = (normalised: string) => normalised.replace(/ /g, '');
-/** Tokens a fuzzy match must agree on: numbers ("Channel 4" is not "Channel 5") and timeshift markers. */
-const pinned = (normalised: string) => normalised.split(' ').filter((t) => /\d/.test(t)).sort().join(' ');
+/** What a fuzzy match must agree on: numbers ("Channel 4" is not "Channel 5") and timeshift markers ("+1" is not "1"). */
+const pinned = (normalised: string) => (normalised.match(/plus\d+|\d+/g) ?? []).sort().join(' ');
+/** The key the fuzzy score compares: the compact name without generic words, unless that leaves nothing. */
+const fuzzyKey = (normalised: string) => {
+  const key = compact(normalised.split(' ').filter((t) => !GENERIC.has(t)).join(' ')) || compact(normalised);
+  return key.length >= 5 && key.endsWith('tv') ? key.slice(0, -2) : key; // "AlphaTV"
+};
 
 interface Name { entry: number; display: string; key: string; pinned: string; grams: number }
 
@@ -86,7 +96,7 @@ export class GuideMatcher {
         if (!key || seen.has(key)) continue;
         seen.add(key);
         if (!this.byName.has(key)) this.byName.set(key, i);
-        const grams = trigrams(key);
+        const grams = trigrams(fuzzyKey(normalised));
         const n = this.names.length;
         this.names.push({ entry: i, display, key, pinned: pinned(normalised), grams: grams.length });
         for (const g of grams) {
@@ -117,7 +127,9 @@ export class GuideMatcher {
       const found = at(this.byName.get(compact(n)), 'name');
       if (found) return found;
     }
-    const [best, next] = this.scored(names, 2);
+    // The runner-up is the best guide channel of another name: "SKAI" and "SKAI HD" are one channel's twins.
+    const [best, ...others] = this.scored(names, 5);
+    const next = best && others.find((o) => this.names[o.name].key !== this.names[best.name].key);
     if (best && best.score >= FUZZY_THRESHOLD && best.score - (next?.score ?? 0) >= FUZZY_MARGIN) {
       return { ref: this.refOf(best.entry), method: 'fuzzy', score: round(best.score) };
     }
@@ -143,10 +155,9 @@ export class GuideMatcher {
   private scored(normalised: string[], n: number, strict = true): { entry: number; name: number; score: number }[] {
     const best = new Map<number, { entry: number; name: number; score: number }>();
     for (const name of normalised) {
-      const key = compact(name);
-      if (!key) continue;
+      if (!name) continue;
       const pin = pinned(name);
-      const grams = trigrams(key);
+      const grams = trigrams(fuzzyKey(name));
       const touched: number[] = [];
       for (const g of grams) {
         const list = this.postings.get(g);
@@ -163,7 +174,15 @@ export class GuideMatcher {
         if (!known || score > known.score) best.set(cand.entry, { entry: cand.entry, name: i, score });
       }
     }
-    return [...best.values()].sort((a, b) => b.score - a.score || a.entry - b.entry).slice(0, n);
+    const top: { entry: number; name: number; score: number }[] = [];
+    const before = (a: typeof top[0], b: typeof top[0]) => a.score > b.score || (a.score === b.score && a.entry < b.entry);
+    for (const s of best.values()) {
+      if (top.length === n && !before(s, top[n - 1])) continue;
+      let i = Math.min(top.length, n - 1);
+      top[i] = s;
+      for (; i > 0 && before(top[i], top[i - 1]); i--) [top[i], top[i - 1]] = [top[i - 1], top[i]];
+    }
+    return top;
   }
 }
 
