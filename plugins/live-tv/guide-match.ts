@@ -81,14 +81,12 @@ export class GuideMatcher {
   private readonly postings = new Map<string, number[]>();
   /** Shared-trigram counts per name, reused by every query (and the names it touched). */
   private readonly counts: Uint16Array;
-  private readonly refKeys = new Map<string, number>();
 
   constructor(readonly entries: readonly GuideEntry[]) {
     entries.forEach((e, i) => {
       if (!this.byId.has(e.guideId)) this.byId.set(e.guideId, i);
       const folded = foldId(e.guideId);
       if (!this.byFoldedId.has(folded)) this.byFoldedId.set(folded, i);
-      this.refKeys.set(`${e.sourceId}\n${e.guideId}`, i);
       const seen = new Set<string>();
       for (const display of e.names) {
         const normalised = normaliseName(display);
@@ -107,11 +105,6 @@ export class GuideMatcher {
       }
     });
     this.counts = new Uint16Array(this.names.length);
-  }
-
-  /** The guide channel `ref` names, when some source has it. */
-  has(ref: GuideRef): boolean {
-    return this.refKeys.has(`${ref.sourceId}\n${ref.guideId}`);
   }
 
   /** The automatic match of a channel (steps 2 to 5), or undefined. */
