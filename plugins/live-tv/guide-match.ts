@@ -30,6 +30,7 @@ const COUNTRY_PREFIX = /^\s*\|?\s*\p{L}{2,3}\s*[:|]\s*/u;
 const TIMESHIFT = /\+\s*(\d{1,2})\s*(?:h\b|hours?\b)?/g;
 /** Circled letters playlists append as flags ("Arte Ⓖ": geo-blocked), which NFKD would make letters. */
 const ENCLOSED = /[\u2460-\u24ff\u{1F100}-\u{1F1FF}]/gu;
+const ASCII = /^[\x00-\x7f]*$/;
 const NUMBER_WORDS = new Map(['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten'].map((w, i) => [w, String(i)]));
 /** Words that many channel names add or leave out ("Skai TV", "SKAI"): ignored by the fuzzy score only. */
 const GENERIC = new Set(['tv', 'channel', 'television']);
@@ -40,11 +41,22 @@ const GENERIC = new Set(['tv', 'channel', 'television']);
  * never "bbc one" (a timeshift channel has other programmes).
  */
 export function normaliseName(name: string): string {
-  let s = fold(name.replace(ENCLOSED, ' ')).replace(COUNTRY_PREFIX, ' ');
-  s = s.replace(BRACKETED_TAG, (whole, inner: string) => (/^\s*\+/.test(inner) || /\d/.test(inner) && !QUALITY.has(inner.trim()) ? ` ${inner} ` : ' '));
-  s = s.replace(TIMESHIFT, ' plus$1 ').replace(/&/g, ' and ').replace(/[^\p{L}\p{N}]+/gu, ' ');
-  const tokens = s.split(' ').filter((t) => t && !QUALITY.has(t)).map((t) => NUMBER_WORDS.get(t) ?? t);
-  return tokens.join(' ');
+  // Each rewrite only when its character is there: a 20,000-channel guide is normalised at every import.
+  const ascii = ASCII.test(name);
+  let s = fold(ascii ? name : name.replace(ENCLOSED, ' '));
+  if (s.includes(':') || s.includes('|')) s = s.replace(COUNTRY_PREFIX, ' ');
+  if (s.includes('[') || s.includes('(')) {
+    s = s.replace(BRACKETED_TAG, (whole, inner: string) => (/^\s*\+/.test(inner) || /\d/.test(inner) && !QUALITY.has(inner.trim()) ? ` ${inner} ` : ' '));
+  }
+  if (s.includes('+')) s = s.replace(TIMESHIFT, ' plus$1 ');
+  if (s.includes('&')) s = s.replace(/&/g, ' and ');
+  s = ascii ? s.replace(/[^a-z0-9]+/g, ' ') : s.replace(/[^\p{L}\p{N}]+/gu, ' ');
+  let out = '';
+  for (const t of s.split(' ')) {
+    if (!t || QUALITY.has(t)) continue;
+    out += (out ? ' ' : '') + (NUMBER_WORDS.get(t) ?? t);
+  }
+  return out;
 }
 
 /** The tvg-id or guide id compared ignoring case and spacing. */
@@ -60,7 +72,17 @@ const fuzzyKey = (normalised: string) => {
   return key.length >= 5 && key.endsWith('tv') ? key.slice(0, -2) : key; // "AlphaTV"
 };
 
-interface Name { entry: number; display: string; key: string; pinned: string; grams: number }
+interface Name { entry: number; display: string; key: string; grams: Int32Array }
+const GRAM_IDS = 2 ** 24;
+/** Rarest trigram lists read beyond the prefix's: a candidate must then appear in this many of them to be compared in full. */
+const EXTRA_LISTS = 2;
+interface Scored { entry: number; name: number; score: number }
+
+/**
+ * The fuzzy step's candidates are only the guide names that can score at least this (Dice
+ * coefficient): a best at the threshold needs its runner-up known down to threshold - margin.
+ */
+const PROBE_SCORE = FUZZY_THRESHOLD - FUZZY_MARGIN;
 
 function trigrams(key: string): string[] {
   const padded = `  ${key} `;
@@ -69,18 +91,34 @@ function trigrams(key: string): string[] {
   return [...out];
 }
 
+/** How many of the sorted ids of `a` are in the sorted ids of `b`. */
+function overlap(a: Int32Array, b: Int32Array): number {
+  let n = 0;
+  for (let i = 0, j = 0; i < a.length && j < b.length;) {
+    if (a[i] === b[j]) { n++; i++; j++; } else if (a[i] < b[j]) i++; else j++;
+  }
+  return n;
+}
+
 /**
  * The guide channels of every source, indexed for matching: entries come in source order (the
- * first source's channel wins a tie), and the names of all of them in a trigram index.
+ * first source's channel wins a tie), and the names of all of them in trigram indexes.
  */
 export class GuideMatcher {
   private readonly byId = new Map<string, number>();
   private readonly byFoldedId = new Map<string, number>();
   private readonly byName = new Map<string, number>();
   private readonly names: Name[] = [];
-  private readonly postings = new Map<string, number[]>();
-  /** Shared-trigram counts per name, reused by every query (and the names it touched). */
-  private readonly counts: Uint16Array;
+  private readonly gramIds = new Map<string, number>();
+  /** Names by trigram id, for the candidates of any name. */
+  private readonly postings: number[][] = [];
+  /** Names by `pinned` value and trigram id (pinId * 2^24 + gram id), for the fuzzy step (which needs the same numbers). */
+  private readonly pinIds = new Map<string, number>();
+  private readonly pinnedPostings = new Map<number, number[]>();
+  /** Shared trigrams per name in the current query, and the query that last counted it (so counts need no clearing). */
+  private readonly counts: Int32Array;
+  private readonly marks: Int32Array;
+  private query = 0;
 
   constructor(readonly entries: readonly GuideEntry[]) {
     entries.forEach((e, i) => {
@@ -94,17 +132,31 @@ export class GuideMatcher {
         if (!key || seen.has(key)) continue;
         seen.add(key);
         if (!this.byName.has(key)) this.byName.set(key, i);
-        const grams = trigrams(fuzzyKey(normalised));
         const n = this.names.length;
-        this.names.push({ entry: i, display, key, pinned: pinned(normalised), grams: grams.length });
-        for (const g of grams) {
-          let list = this.postings.get(g);
-          if (!list) this.postings.set(g, (list = []));
-          list.push(n);
-        }
+        const pin = this.pinIdOf(pinned(normalised), true);
+        const ids = trigrams(fuzzyKey(normalised)).map((g) => {
+          let id = this.gramIds.get(g);
+          if (id === undefined) {
+            this.gramIds.set(g, (id = this.gramIds.size));
+            this.postings.push([]);
+          }
+          this.postings[id].push(n);
+          const k = pin * GRAM_IDS + id;
+          const list = this.pinnedPostings.get(k);
+          if (list) list.push(n); else this.pinnedPostings.set(k, [n]);
+          return id;
+        });
+        this.names.push({ entry: i, display, key, grams: Int32Array.from(ids).sort() });
       }
     });
-    this.counts = new Uint16Array(this.names.length);
+    this.counts = new Int32Array(this.names.length);
+    this.marks = new Int32Array(this.names.length);
+  }
+
+  private pinIdOf(pin: string, add = false): number {
+    let id = this.pinIds.get(pin);
+    if (id === undefined && add) this.pinIds.set(pin, (id = this.pinIds.size));
+    return id ?? -1;
   }
 
   /** The automatic match of a channel (steps 2 to 5), or undefined. */
@@ -121,7 +173,7 @@ export class GuideMatcher {
       if (found) return found;
     }
     // The runner-up is the best guide channel of another name: "SKAI" and "SKAI HD" are one channel's twins.
-    const [best, ...others] = this.scored(names, 5);
+    const [best, ...others] = this.scored(names, 5, true);
     const next = best && others.find((o) => this.names[o.name].key !== this.names[best.name].key);
     if (best && best.score >= FUZZY_THRESHOLD && best.score - (next?.score ?? 0) >= FUZZY_MARGIN) {
       return { ref: this.refOf(best.entry), method: 'fuzzy', score: round(best.score) };
@@ -142,33 +194,62 @@ export class GuideMatcher {
 
   /**
    * The best `n` guide channels (one score each: their best name's) for any of the names, by
-   * trigram Dice coefficient. With `strict`, a guide name whose numbers or timeshift differ
-   * scores 0: a fuzzy match must never take "Channel 5" for "Channel 4", nor "+1" for the original.
+   * trigram Dice coefficient. `fuzzy`: only names with the same numbers and timeshift (a fuzzy
+   * match must never take "Channel 5" for "Channel 4", nor "+1" for the original) that can
+   * score PROBE_SCORE: a name sharing at least that much must share one of the query's rarest
+   * trigrams (prefix filtering), so the common ones' long lists are never read.
    */
-  private scored(normalised: string[], n: number, strict = true): { entry: number; name: number; score: number }[] {
-    const best = new Map<number, { entry: number; name: number; score: number }>();
+  private scored(normalised: string[], n: number, fuzzy: boolean): Scored[] {
+    const best = new Map<number, Scored>();
+    const consider = (i: number, score: number) => {
+      const entry = this.names[i].entry;
+      const known = best.get(entry);
+      if (!known || score > known.score) best.set(entry, { entry, name: i, score });
+    };
     for (const name of normalised) {
       if (!name) continue;
-      const pin = pinned(name);
       const grams = trigrams(fuzzyKey(name));
+      const size = grams.length;
+      const ids = Int32Array.from(grams.map((g) => this.gramIds.get(g) ?? -1).filter((id) => id >= 0)).sort();
+      const q = ++this.query;
+      if (!fuzzy) {
+        // Every name sharing a trigram, with its exact count.
+        const touched: number[] = [];
+        for (const id of ids) {
+          for (const i of this.postings[id]) {
+            if (this.marks[i] !== q) { this.marks[i] = q; this.counts[i] = 0; touched.push(i); }
+            this.counts[i]++;
+          }
+        }
+        for (const i of touched) consider(i, (2 * this.counts[i]) / (size + this.names[i].grams.length));
+        continue;
+      }
+      const pin = this.pinIdOf(pinned(name));
+      if (pin < 0) continue;
+      const lists = [...ids].map((id) => this.pinnedPostings.get(pin * GRAM_IDS + id) ?? []).sort((a, b) => a.length - b.length);
+      // Dice >= s with |B| >= shared gives shared >= s|A| / (2 - s), and |B| within [s|A| / (2 - s), (2 - s)|A| / s].
+      const least = Math.ceil((PROBE_SCORE * size) / (2 - PROBE_SCORE) - 1e-9);
+      const longest = Math.floor(((2 - PROBE_SCORE) * size) / PROBE_SCORE + 1e-9);
+      // A name sharing `least` trigrams shares `needed` of the rarest `read` (trigrams the guide lacks are the rarest of all).
+      const read = Math.min(lists.length, size - least + EXTRA_LISTS - (size - ids.length));
+      if (read <= 0) continue;
+      const needed = Math.max(1, least - (ids.length - read));
       const touched: number[] = [];
-      for (const g of grams) {
-        const list = this.postings.get(g);
-        if (!list) continue;
-        for (const i of list) if (this.counts[i]++ === 0) touched.push(i);
+      for (let l = 0; l < read; l++) {
+        for (const i of lists[l]) {
+          if (this.marks[i] !== q) { this.marks[i] = q; this.counts[i] = 0; touched.push(i); }
+          this.counts[i]++;
+        }
       }
       for (const i of touched) {
-        const shared = this.counts[i];
-        this.counts[i] = 0;
         const cand = this.names[i];
-        if (strict && cand.pinned !== pin) continue;
-        const score = (2 * shared) / (grams.length + cand.grams);
-        const known = best.get(cand.entry);
-        if (!known || score > known.score) best.set(cand.entry, { entry: cand.entry, name: i, score });
+        if (this.counts[i] < needed || cand.grams.length < least || cand.grams.length > longest) continue;
+        const shared = read === ids.length ? this.counts[i] : overlap(ids, cand.grams);
+        consider(i, (2 * shared) / (size + cand.grams.length));
       }
     }
-    const top: { entry: number; name: number; score: number }[] = [];
-    const before = (a: typeof top[0], b: typeof top[0]) => a.score > b.score || (a.score === b.score && a.entry < b.entry);
+    const top: Scored[] = [];
+    const before = (a: Scored, b: Scored) => a.score > b.score || (a.score === b.score && a.entry < b.entry);
     for (const s of best.values()) {
       if (top.length === n && !before(s, top[n - 1])) continue;
       let i = Math.min(top.length, n - 1);
