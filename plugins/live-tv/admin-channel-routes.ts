@@ -23,8 +23,9 @@ const Guide = Type.Union([Type.Object({
   score: Type.Number({ description: '1 for every method but fuzzy; fuzzy: the similarity of the names, 0-1' }),
 }), Type.Null()], { description: 'The guide channel feeding it and how it was found; null when none' });
 const Stream = Type.Object({
-  id: Type.Integer(),
+  id: Type.Integer({ description: 'The playlist entry it is (for PUT …/streams)' }),
   source: Type.String({ description: 'The tuner (playlist) id' }),
+  name: Type.String({ description: 'The name the playlist gives it' }),
   url: Type.Union([Type.String(), Type.Null()], { description: 'The stream URL, credentials redacted' }),
 });
 const AdminChannel = Type.Object({
@@ -57,13 +58,11 @@ export function adminChannelRoutes(http: HttpScope, deps: { service: LiveTvServi
     const r = refs?.[0];
     return r ? { channel_id: r.guideId, source: r.sourceId, method: r.method, score: r.score } : null;
   };
-  const view = (c: Channel, guides: ReadonlyMap<number, readonly ChannelGuide[]>) => {
-    const url = typeof c.data.url === 'string' ? sources.redact(c.data.url) : null;
-    return {
-      id: c.id, name: c.name, number: c.number, logo: c.logo, categories: c.groups, hidden: c.hidden, tvg_id: c.tvgId,
-      tvg_shift: c.shiftMs / 3600_000, guide: guideOf(guides.get(c.id)), streams: [{ id: c.id, source: c.tunerId, url }],
-    };
-  };
+  const view = (c: Channel, guides: ReadonlyMap<number, readonly ChannelGuide[]>) => ({
+    id: c.id, name: c.name, number: c.number, logo: c.logo, categories: c.groups, hidden: c.hidden, tvg_id: c.tvgId,
+    tvg_shift: c.shiftMs / 3600_000, guide: guideOf(guides.get(c.id)),
+    streams: c.streams.map((s) => ({ id: s.id, source: s.tunerId, name: s.name, url: typeof s.data.url === 'string' ? sources.redact(s.data.url) : null })),
+  });
 
   http.get('/api/admin/channels', {
     schema: {
@@ -125,6 +124,22 @@ export function adminChannelRoutes(http: HttpScope, deps: { service: LiveTvServi
     };
     const channel = await service.edits.edit(id, changes);
     if (body.guide_channel_id !== undefined || body.hidden !== undefined) await service.remap();
+    return { channel: view(channel, await service.guide.channelGuides()) };
+  });
+
+  http.put('/api/admin/channels/:id/streams', {
+    schema: {
+      summary: "Set a channel's streams, in the order they are tried: attach, detach, reorder (admin)", tags,
+      description: "A stream may come from a channel of its own (that channel goes; its favorites stay with its id for when it is detached again) or from this channel; one of another channel of several streams is refused (409). The channel's own stream stays (400 without it). Streams left out become channels of their own.",
+      params: IdParams,
+      body: Type.Object({ streams: Type.Array(Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }), { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
+      response: { 200: Type.Object({ channel: AdminChannel }), ...Errors },
+    },
+  }, async (request) => {
+    const { id } = request.params as { id: number };
+    const { streams } = request.body as { streams: number[] };
+    const channel = await service.edits.setStreams(id, streams);
+    await service.remap();
     return { channel: view(channel, await service.guide.channelGuides()) };
   });
 

@@ -37,6 +37,8 @@ const configSchema = Type.Object({
    * ~600 MB while importing) and stop the server.
    */
   maxChannelsPerTuner: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1_000_000 }),
+  /** `tvg-id`: entries of several playlists sharing a tvg-id are one channel, their streams in the playlists' order. */
+  merge: Type.Union([Type.Literal('off'), Type.Literal('tvg-id')], { default: 'off' }),
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
@@ -66,9 +68,9 @@ export default definePlugin({
       },
       provides: { access: liveTvService, imports: importsService },
       async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, hls, dash, sources }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner } = config;
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, merge } = config;
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
-          keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner,
+          keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner, merge,
         });
         const favorites = new Favorites(db);
         await favorites.load();

@@ -214,6 +214,13 @@ export const migrations: Migration[] = [
         t.string('guide_id', 255).nullable();          // a manual guide mapping: the first source's channel of this id
         t.bigInteger('updated_at').notNullable();
       });
+      // Streams an administrator attached to a channel, in the order they are tried (a tuner entry's id each).
+      await knex.schema.createTable('livetv_channel_streams', (t) => {
+        t.integer('stream_id').primary();
+        t.integer('channel_id').notNullable();
+        t.integer('position').notNullable();
+        t.index(['channel_id']);
+      });
       // How each mapping was found, and the shift (tvg-shift) applied to its programmes.
       await knex.schema.alterTable('livetv_channel_guide', (t) => {
         t.string('method', 16).notNullable().defaultTo('tvg_id');
