@@ -9,6 +9,7 @@ import type { Channel, ChannelChanges } from './channel-store.js';
 import type { ChannelGuide } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
 import type { LiveTvService } from './service.js';
+import { fold } from './text.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
 const Errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
@@ -102,6 +103,29 @@ export function adminChannelRoutes(http: HttpScope, deps: { service: LiveTvServi
         candidates: candidates.map((k) => ({ channel_id: k.ref.guideId, name: k.name, score: k.score })),
       })),
     };
+  });
+
+  http.get('/api/admin/guide-channels', {
+    schema: {
+      summary: 'Guide channels whose id or a display name contains q, for mapping a channel by hand (admin)', tags,
+      description: 'Case- and accent-insensitive; the first `limit`, in the guide sources\' order. Without q, the first ones.',
+      querystring: Type.Object({ q: Type.Optional(Type.String({ maxLength: 256 })), limit: Type.Integer({ minimum: 1, maximum: 1000, default: 50 }) }),
+      response: {
+        200: Type.Object({ channels: Type.Array(Type.Object({ channel_id: Type.String(), source: Type.String(), names: Type.Array(Type.String()) })) }),
+        ...Errors,
+      },
+    },
+  }, async (request) => {
+    const { q = '', limit } = request.query as { q?: string; limit: number };
+    const wanted = fold(q);
+    const found = [];
+    for (const e of (await service.guide.matcher(guideOrder())).entries) {
+      if (found.length >= limit) break;
+      if (!wanted || fold(e.guideId).includes(wanted) || e.names.some((n) => fold(n).includes(wanted))) {
+        found.push({ channel_id: e.guideId, source: e.sourceId, names: e.names });
+      }
+    }
+    return { channels: found };
   });
 
   http.patch('/api/admin/channels/:id', {
