@@ -8,6 +8,12 @@
  * became TFX, OPEN Beyond is Open TV, "KPHTH" is Crete in Greek capitals). Left out as
  * undecidable: ERT Sports 1-4 (the guide has one "ErtSportsHD"), "Euro" and "Epsilon".
  */
+import { readFile } from 'node:fs/promises';
+import { GuideMatcher, type GuideEntry } from '../../../plugins/live-tv/guide-match.js';
+import { parseM3u } from '../../../plugins/m3u-tuner/m3u-parser.js';
+import { parseXmltv } from '../../../plugins/xmltv-guide/xmltv-parser.js';
+import { realM3u, realXmltv } from '../../helpers/realdata.js';
+
 export const GUIDES = ['chrisliatas--xmltv_GREECE_el.xml', 'nice-shot--tvguide.xml', 'jellyfin--UK_Data.xml', 'nice-shot--eu_listings.xml'];
 export const GROUPS = ['Greece', 'France', 'Germany', 'UK'];
 export const UNDECIDED = new Set(['ERT Sports 1', 'ERT Sports 2', 'ERT Sports 3', 'ERT Sports 4', 'Euro', 'Epsilon']);
@@ -31,3 +37,40 @@ export const LABELS: Record<string, string[]> = {
   // UK
   'BBC One Ⓖ': ['UK_RT_2667'], 'BBC Two Ⓖ': ['UK_RT_105'], 'ITV 1': ['UK_RT_2118'], 'Channel 5 Ⓢ': ['UK_RT_134'],
 };
+
+export interface RealDataResult {
+  labelled: number; withGuide: number; matched: number; right: number;
+  /** Matches that are not the labelled guide channel. */
+  wrong: string[];
+  byMethod: Record<string, number>;
+  precision: number; recall: number;
+}
+
+/** Matches the labelled channels against the four guides, and counts how well (test and bench). */
+export async function matchRealData(): Promise<RealDataResult> {
+  const entries: GuideEntry[] = [];
+  for (const file of GUIDES) {
+    const seen = new Map<string, string[]>();
+    await parseXmltv((async function* () { yield await readFile(realXmltv(file)); })(), {
+      channel: (c) => { if (!seen.has(c.id)) seen.set(c.id, [...c.displayNames]); }, programmes: async () => {}, warning: () => {}, progress: () => {},
+    }, { maxAgeMs: 1e15 });
+    for (const [guideId, names] of seen) entries.push({ sourceId: file, guideId, names });
+  }
+  const m = new GuideMatcher(entries);
+  const r: RealDataResult = { labelled: 0, withGuide: 0, matched: 0, right: 0, wrong: [], byMethod: {}, precision: 0, recall: 0 };
+  for (const e of parseM3u(await readFile(realM3u('Free-TV--playlist.m3u8'))).entries) {
+    if (!e.groups.some((g) => GROUPS.includes(g)) || UNDECIDED.has(e.name)) continue;
+    r.labelled++;
+    const truth = LABELS[e.name] ?? [];
+    if (truth.length) r.withGuide++;
+    const found = m.match({ name: e.name, tvgId: e.tvgId ?? null, tvgName: e.tvgName ?? null });
+    if (!found) continue;
+    r.matched++;
+    r.byMethod[found.method] = (r.byMethod[found.method] ?? 0) + 1;
+    if (truth.includes(found.ref.guideId)) r.right++;
+    else r.wrong.push(`${e.name} → ${found.ref.guideId} (${found.method})`);
+  }
+  r.precision = r.right / r.matched;
+  r.recall = r.right / r.withGuide;
+  return r;
+}
