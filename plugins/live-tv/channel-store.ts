@@ -18,13 +18,43 @@ export interface Channel {
   readonly data: Record<string, unknown>;
   /** Folded name and number, for search. */
   readonly search: string;
+  /** Hidden by an administrator: listed to administrators only. */
+  readonly hidden: boolean;
+  /** The guide channel id an administrator mapped it to (a manual mapping), else null. */
+  readonly guideId: string | null;
+  /** How far its programmes are moved (the playlist's tvg-shift, in hours), in ms. */
+  readonly shiftMs: number;
+  /**
+   * Its streams, in the order they are tried: the tuner entries it plays. `tunerId`, `key` and
+   * `data` above are the first one's (what a live session opens).
+   */
+  readonly streams: readonly Channel[];
 }
+
+/** Whether entries of several tuners with one tvg-id are one channel (live-tv's `merge`). */
+export type MergeMode = 'off' | 'tvg-id';
+
+/** What an administrator changed on a channel; null (or absent) fields show the playlist's value. */
+export interface ChannelEdit {
+  name: string | null;
+  number: string | null;
+  logo: string | null;
+  categories: string[] | null;
+  hidden: boolean;
+  guideId: string | null;
+}
+const NO_EDIT: ChannelEdit = { name: null, number: null, logo: null, categories: null, hidden: false, guideId: null };
+const EDIT_COLUMNS = ['channel_id', 'name', 'number', 'logo', 'categories', 'hidden', 'guide_id', 'updated_at'];
+const EDIT_UPSERT = upsertTail('channel_id', EDIT_COLUMNS);
 
 export interface ChannelSnapshot {
   version: number;
-  /** Present channels of registered tuners, in number order. */
+  /** Present channels of registered tuners not hidden by an administrator, in number order. */
   channels: Channel[];
   byId: Map<number, Channel>;
+  /** Present channels of registered tuners, hidden ones too (what administrators see), in number order. */
+  all: Channel[];
+  allById: Map<number, Channel>;
 }
 
 /** `livetv_state` key of the next channel id: ids are never reused, as favorites and recordings keep them. */
@@ -44,6 +74,8 @@ export interface ChannelLimits {
   keepHiddenMs?: number;
   /** A tuner listing more channels than this fails its import (413), its stored channels untouched. Default 1,000,000. */
   maxChannelsPerTuner?: number;
+  /** Entries of several tuners sharing a tvg-id make one channel (`tvg-id`), or not (`off`, the default). */
+  merge?: MergeMode;
 }
 
 /** The columns of livetv_tuner_channels, in the order StoredChannel.row() gives them. */
@@ -99,6 +131,10 @@ class StoredChannel implements Channel {
   get extra(): Record<string, string> { return (this.extraValue ??= parse(this.extraJson, {})); }
   get data(): Record<string, unknown> { return (this.dataValue ??= parse(this.dataJson, {})); }
   get search(): string { return (this.searchValue ??= fold(`${this.name} ${this.number}`)); }
+  get hidden(): boolean { return false; }
+  get guideId(): string | null { return null; }
+  get shiftMs(): number { return shiftOf(this.extra['tvg-shift']); }
+  get streams(): readonly Channel[] { return [this]; }
 
   /** Its livetv_tuner_channels row, in COLUMNS order. */
   row(updatedAt: number): unknown[] {
@@ -117,6 +153,57 @@ class StoredChannel implements Channel {
     return new StoredChannel(this.id, this.tunerId, this.key, this.name, this.given, changes.assigned === undefined ? this.assigned : changes.assigned,
       this.tvgId, this.tvgName, this.logo, this.groupsJson, this.extraJson, this.dataJson, changes.hiddenAt === undefined ? this.hiddenAt : changes.hiddenAt);
   }
+}
+
+/** tvg-shift (hours, "-1.5" allowed) in ms; 0 when absent or not a number of hours within a day either way. */
+export function shiftOf(hours: string | undefined): number {
+  const h = hours === undefined ? NaN : Number(hours.trim());
+  return Number.isFinite(h) && Math.abs(h) <= 24 ? Math.round(h * 3600_000) : 0;
+}
+
+/** A channel as an administrator edited it: the edit's values over the stored channel's. */
+class EditedChannel implements Channel {
+  private searchValue?: string;
+  constructor(private readonly base: Channel, private readonly edit: ChannelEdit) {}
+  get id() { return this.base.id; }
+  get tunerId() { return this.base.tunerId; }
+  get key() { return this.base.key; }
+  get name() { return this.edit.name ?? this.base.name; }
+  get number() { return this.edit.number ?? this.base.number; }
+  get tvgId() { return this.base.tvgId; }
+  get tvgName() { return this.base.tvgName; }
+  get logo() { return this.edit.logo ?? this.base.logo; }
+  get groups() { return this.edit.categories ?? this.base.groups; }
+  get extra() { return this.base.extra; }
+  get data() { return this.base.data; }
+  get search(): string { return (this.searchValue ??= fold(`${this.name} ${this.number}`)); }
+  get hidden() { return this.edit.hidden; }
+  get guideId() { return this.edit.guideId; }
+  get shiftMs() { return this.base.shiftMs; }
+  get streams() { return this.base.streams; }
+}
+
+/**
+ * A channel of several streams: its own entry's name, number, logo and guide fields (the entry
+ * whose id it has; the first stream when that one is gone), and the first stream's tuner and data.
+ */
+class MultiStreamChannel implements Channel {
+  private searchValue?: string;
+  constructor(readonly id: number, private readonly own: StoredChannel, readonly streams: readonly StoredChannel[]) {}
+  get tunerId() { return this.streams[0].tunerId; }
+  get key() { return this.streams[0].key; }
+  get data() { return this.streams[0].data; }
+  get name() { return this.own.name; }
+  get number() { return this.own.number; }
+  get tvgId() { return this.own.tvgId; }
+  get tvgName() { return this.own.tvgName; }
+  get logo() { return this.own.logo; }
+  get groups() { return this.own.groups; }
+  get extra() { return this.own.extra; }
+  get search(): string { return (this.searchValue ??= fold(`${this.name} ${this.number}`)); }
+  get hidden() { return false; }
+  get guideId(): string | null { return null; }
+  get shiftMs() { return this.own.shiftMs; }
 }
 
 /**
@@ -152,18 +239,76 @@ export function sortChannels(channels: Channel[]): Channel[] {
 }
 
 /** A snapshot, with every tuner's stored channels (registered or not, listed or hidden). */
-interface StoreSnapshot extends ChannelSnapshot {
-  lists: ReadonlyMap<string, readonly StoredChannel[]>;
+/** What administrators and the config make of the tuners' entries: edits, streams attached by hand, merging. */
+interface Layout {
+  edits: ReadonlyMap<number, ChannelEdit>;
+  /** channel id → the stream (entry) ids an administrator set, in order. */
+  streams: ReadonlyMap<number, readonly number[]>;
+  merge: MergeMode;
 }
 
-function snapshotOf(version: number, lists: ReadonlyMap<string, readonly StoredChannel[]>, registered: Set<string>): StoreSnapshot {
-  const present: Channel[] = [];
-  for (const [tunerId, list] of lists) {
-    if (registered.has(tunerId)) for (const c of list) if (c.hiddenAt === null) present.push(c);
-  }
-  const channels = sortChannels(present);
-  return { version, lists, channels, byId: new Map(channels.map((c) => [c.id, c])) };
+interface StoreSnapshot extends ChannelSnapshot {
+  lists: ReadonlyMap<string, readonly StoredChannel[]>;
+  layout: Layout;
+  /** stream (entry) id → the id of the channel it plays in. */
+  ownerOf: ReadonlyMap<number, number>;
 }
+
+/**
+ * The channels the entries make. An entry is a channel of its own (its id the channel's) unless
+ * an administrator attached it to another channel, or, with `merge: tvg-id`, another entry of
+ * its tvg-id has a lower id: that entry's channel has them all as streams, in the tuners' order
+ * (the config's). The lowest id is looked for among hidden entries too, so that a channel
+ * keeps its id (and favorites) while its first entry is away.
+ */
+function snapshotOf(version: number, lists: ReadonlyMap<string, readonly StoredChannel[]>, layout: Layout, registered: Set<string>): StoreSnapshot {
+  const attached = new Map<number, number>();
+  for (const [channelId, ids] of layout.streams) for (const id of ids) attached.set(id, channelId);
+  const lowestOfTvgId = new Map<string, number>();
+  if (layout.merge === 'tvg-id') {
+    for (const tunerId of registered) {
+      for (const c of lists.get(tunerId) ?? []) {
+        if (!c.tvgId || attached.has(c.id)) continue;
+        const known = lowestOfTvgId.get(c.tvgId);
+        if (known === undefined || c.id < known) lowestOfTvgId.set(c.tvgId, c.id);
+      }
+    }
+  }
+  const groups = new Map<number, StoredChannel[]>();
+  const present = new Map<number, StoredChannel>();
+  for (const tunerId of registered) { // in config order: merged streams are tried in that order
+    for (const c of lists.get(tunerId) ?? []) {
+      if (c.hiddenAt !== null) continue;
+      present.set(c.id, c);
+      if (attached.has(c.id)) continue;
+      const channelId = (c.tvgId && lowestOfTvgId.get(c.tvgId)) || c.id;
+      const group = groups.get(channelId);
+      if (group) group.push(c); else groups.set(channelId, [c]);
+    }
+  }
+  for (const [channelId, ids] of layout.streams) {
+    const streams = ids.map((id) => present.get(id)).filter((c): c is StoredChannel => c !== undefined);
+    if (streams.length) groups.set(channelId, streams);
+  }
+  const made: Channel[] = [];
+  const ownerOf = new Map<number, number>();
+  for (const [channelId, streams] of groups) {
+    for (const c of streams) ownerOf.set(c.id, channelId);
+    const base = streams.length === 1 && streams[0].id === channelId
+      ? streams[0]
+      : new MultiStreamChannel(channelId, present.get(channelId) ?? streams[0], streams);
+    const edit = layout.edits.get(channelId);
+    made.push(edit ? new EditedChannel(base, edit) : base);
+  }
+  const all = sortChannels(made);
+  const channels = layout.edits.size ? all.filter((c) => !c.hidden) : all;
+  return { version, lists, layout, ownerOf, all, allById: new Map(all.map((c) => [c.id, c])), channels, byId: new Map(channels.map((c) => [c.id, c])) };
+}
+
+const editOf = (r: Record<string, any>): ChannelEdit => ({
+  name: r.name, number: r.number, logo: r.logo, categories: r.categories === null ? null : parse(r.categories, null),
+  hidden: !!r.hidden, guideId: r.guide_id,
+});
 
 /**
  * Channels in the database, a row each, with an in-memory snapshot that is rebuilt when the
@@ -176,6 +321,7 @@ export class ChannelStore {
 
   private readonly keepHiddenMs: number;
   private readonly maxChannels: number;
+  private readonly merge: MergeMode;
 
   constructor(
     private readonly knex: Database, private readonly tunerIds: () => Set<string>, private readonly now: () => number,
@@ -183,6 +329,7 @@ export class ChannelStore {
   ) {
     this.keepHiddenMs = limits.keepHiddenMs ?? 30 * 86_400_000;
     this.maxChannels = limits.maxChannelsPerTuner ?? 1_000_000;
+    this.merge = limits.merge ?? 'off';
   }
 
   private async version(trx: Database = this.knex): Promise<number> {
@@ -228,7 +375,14 @@ export class ChannelStore {
       if (!list) lists.set(c.tunerId, (list = []));
       list.push(c);
     }
-    return snapshotOf(version, lists, this.tunerIds());
+    const edits = new Map<number, ChannelEdit>();
+    for (const r of await trx('livetv_channel_edits').select(EDIT_COLUMNS)) edits.set(Number(r.channel_id), editOf(r));
+    const streams = new Map<number, number[]>();
+    for (const r of await trx('livetv_channel_streams').orderBy(['channel_id', 'position']).select('channel_id', 'stream_id')) {
+      const list = streams.get(Number(r.channel_id));
+      if (list) list.push(Number(r.stream_id)); else streams.set(Number(r.channel_id), [Number(r.stream_id)]);
+    }
+    return snapshotOf(version, lists, { edits, streams, merge: this.merge }, this.tunerIds());
   }
 
   /**
@@ -264,6 +418,48 @@ export class ChannelStore {
   }
 
   /**
+   * Writes the edits `change` returns (by channel id, whole edits) as one change of the
+   * channels (a new version), locked against imports as they are against each other.
+   * `change` may throw (nothing is written); `result` reads the new snapshot.
+   */
+  async changeLayout<T>(
+    change: (latest: StoreSnapshot) => Promise<{ edits?: Map<number, ChannelEdit>; streams?: { channelId: number; ids: number[] } }>,
+    result: (snapshot: ChannelSnapshot) => T,
+  ): Promise<T> {
+    const trx = await this.knex.transaction();
+    try {
+      const versionQuery = trx('livetv_state').where({ key: 'version' }).first('value');
+      const version = Number((await (isSqlite(trx) ? versionQuery : versionQuery.forUpdate()))?.value ?? 0);
+      const latest = this.snapshot?.version === version ? this.snapshot : await this.read(trx);
+      const { edits = new Map(), streams } = await change(latest);
+      const stamp = this.now();
+      const rows = [...edits].map(([id, e]) => [id, e.name, e.number, e.logo, e.categories && JSON.stringify(e.categories), e.hidden, e.guideId, stamp]);
+      for (let i = 0; i < rows.length; i += WRITE_CHUNK) await insertRows(trx, 'livetv_channel_edits', EDIT_COLUMNS, rows.slice(i, i + WRITE_CHUNK), EDIT_UPSERT);
+      const layout = { ...latest.layout, edits: new Map([...latest.layout.edits, ...edits]) };
+      if (streams) {
+        const { channelId, ids } = streams;
+        await trx('livetv_channel_streams').where({ channel_id: channelId }).orWhereIn('stream_id', ids).delete();
+        await insertRows(trx, 'livetv_channel_streams', ['stream_id', 'channel_id', 'position'], ids.map((id, i) => [id, channelId, i]));
+        const next = new Map<number, readonly number[]>();
+        for (const [c, list] of latest.layout.streams) {
+          const kept = list.filter((id) => !ids.includes(id));
+          if (c !== channelId && kept.length) next.set(c, kept);
+        }
+        next.set(channelId, ids);
+        layout.streams = next;
+      }
+      await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
+      await trx.commit();
+      const snapshot = this.keep(snapshotOf(version + 1, latest.lists, layout, this.tunerIds()));
+      this.checkedAt = 0;
+      return result(snapshot);
+    } catch (err) {
+      if (!trx.isCompleted()) await trx.rollback();
+      throw err;
+    }
+  }
+
+  /**
    * Makes the tuner's channels exactly `incoming`: known keys keep their ids,
    * new keys get new ids, keys no longer listed are hidden (not deleted, so a
    * channel that comes back keeps its id, favorites and recordings).
@@ -292,7 +488,9 @@ export class ChannelStore {
       const others: StoredChannel[] = [];
       for (const [id, l] of latest.lists) if (id !== tunerId) for (const c of l) if (c.hiddenAt === null) others.push(c);
 
-      assignNumbers(list, stored, others);
+      const edited = new Set<string>();
+      for (const e of latest.layout.edits.values()) if (e.number) edited.add(e.number);
+      assignNumbers(list, stored, others, edited);
       const firstNewId = Number((await trx('livetv_state').where({ key: NEXT_ID_KEY }).first('value'))?.value ?? 1);
       let nextId = firstNewId;
       const changed: StoredChannel[] = [];
@@ -329,8 +527,15 @@ export class ChannelStore {
       for (let i = 0; i < changed.length; i += WRITE_CHUNK) {
         await insertRows(trx, 'livetv_tuner_channels', COLUMNS, changed.slice(i, i + WRITE_CHUNK).map((c) => c.row(stamp)), UPSERT);
       }
+      let edits = latest.layout.edits;
       for (let i = 0; i < forgotten.length; i += DELETE_CHUNK) {
-        await trx('livetv_tuner_channels').whereIn('id', forgotten.slice(i, i + DELETE_CHUNK)).delete();
+        const ids = forgotten.slice(i, i + DELETE_CHUNK);
+        await trx('livetv_tuner_channels').whereIn('id', ids).delete();
+        if (ids.some((id) => edits.has(id))) {
+          await trx('livetv_channel_edits').whereIn('channel_id', ids).delete();
+          edits = new Map(edits);
+          for (const id of ids) (edits as Map<number, ChannelEdit>).delete(id);
+        }
       }
       if (nextId !== firstNewId) await trx('livetv_state').insert({ key: NEXT_ID_KEY, value: nextId }).onConflict('key').merge();
       const written = changed.length + forgotten.length > 0;
@@ -338,7 +543,7 @@ export class ChannelStore {
       if (written) await trx('livetv_state').where({ key: 'version' }).increment('value', 1);
       // The new snapshot is made while SQLite commits (sorting 100,000 channels takes a while).
       const committing = trx.commit();
-      const snapshot = written ? snapshotOf(version + 1, lists, this.tunerIds()) : undefined;
+      const snapshot = written ? snapshotOf(version + 1, lists, { ...latest.layout, edits }, this.tunerIds()) : undefined;
       await committing;
       if (snapshot) {
         this.checkedAt = 0; // our own change: look again on the next read
@@ -349,6 +554,69 @@ export class ChannelStore {
       if (!trx.isCompleted()) await trx.rollback();
       throw err;
     }
+  }
+}
+
+export type RenumberOrder = 'category' | 'name' | 'number';
+
+/** The changes a PATCH asks for: absent fields stay as they are. */
+export type ChannelChanges = Partial<ChannelEdit>;
+
+/** Channel edits (administrators'), written beside the channels and never by an import. */
+export class ChannelEdits {
+  constructor(private readonly store: ChannelStore) {}
+
+  /** Changes one present channel: 404 for an unknown id, 409 for a number another channel shows. */
+  async edit(id: number, changes: ChannelChanges): Promise<Channel> {
+    return this.store.changeLayout(async (latest) => {
+      const channel = latest.allById.get(id);
+      if (!channel) throw errors.notFound(`No channel ${id}`);
+      const number = changes.number?.trim();
+      if (changes.number !== undefined && changes.number !== null && !number) throw errors.badRequest('number must not be empty (null gives back the playlist\'s)');
+      if (number && latest.all.some((c) => c.id !== id && c.number === number)) throw errors.conflict(`Number ${number} is already in use`);
+      const before = latest.layout.edits.get(id) ?? NO_EDIT;
+      const edit: ChannelEdit = { ...before };
+      for (const k of Object.keys(changes) as (keyof ChannelEdit)[]) if (changes[k] !== undefined) (edit as any)[k] = changes[k];
+      if (changes.number !== undefined) edit.number = number || null;
+      return { edits: new Map([[id, edit]]) };
+    }, (snapshot) => snapshot.allById.get(id)!);
+  }
+
+  /** Numbers every present channel from `start` on, in the order `by` says. */
+  async renumber(start: number, by: RenumberOrder): Promise<number> {
+    return this.store.changeLayout(async (latest) => {
+      const order = [...latest.all];
+      const text = (a: string, b: string) => a.localeCompare(b, undefined, { sensitivity: 'base', numeric: true });
+      if (by === 'name') order.sort((a, b) => text(a.name, b.name));
+      else if (by === 'category') {
+        // Channels without a category after those with one; within a category, the order they had.
+        order.sort((a, b) => (a.groups.length ? 0 : 1) - (b.groups.length ? 0 : 1) || text(a.groups[0] ?? '', b.groups[0] ?? ''));
+      }
+      return { edits: new Map(order.map((c, i) => [c.id, { ...(latest.layout.edits.get(c.id) ?? NO_EDIT), number: String(start + i) }])) };
+    }, (snapshot) => snapshot.all.length);
+  }
+
+  /**
+   * Makes `ids` the channel's streams, in this order: a stream may come from a channel of its
+   * own (that channel goes) or from this one; one of another channel of several streams is
+   * refused (409), as is leaving out the channel's own entry (400). Streams left out become
+   * channels of their own again.
+   */
+  async setStreams(id: number, ids: number[]): Promise<Channel> {
+    return this.store.changeLayout(async (latest) => {
+      const channel = latest.allById.get(id);
+      if (!channel) throw errors.notFound(`No channel ${id}`);
+      if (new Set(ids).size !== ids.length) throw errors.badRequest('a stream can be listed once');
+      for (const s of ids) {
+        const owner = latest.ownerOf.get(s);
+        if (owner === undefined) throw errors.notFound(`No stream ${s}`);
+        if (owner !== id && (owner !== s || latest.allById.get(owner)!.streams.length > 1)) {
+          throw errors.conflict(`Stream ${s} is attached to channel ${owner}; detach it there first`);
+        }
+      }
+      if (latest.ownerOf.get(id) === id && !ids.includes(id)) throw errors.badRequest(`Channel ${id} keeps its own stream (${id}); hide the channel instead`);
+      return { streams: { channelId: id, ids } };
+    }, (snapshot) => snapshot.allById.get(id)!);
   }
 }
 
@@ -399,8 +667,8 @@ function nextNumbers(taken: Iterable<string>): () => string {
  * was assigned before when that is still free, others get the next integers above every
  * number in use, so none collides with a given one.
  */
-function assignNumbers(list: StoredChannel[], previous: Map<string, StoredChannel>, others: StoredChannel[]): void {
-  const taken = new Set<string>();
+function assignNumbers(list: StoredChannel[], previous: Map<string, StoredChannel>, others: StoredChannel[], edited: Set<string>): void {
+  const taken = new Set<string>(edited);
   for (const c of list) if (c.given) taken.add(c.given);
   for (const c of others) if (c.number) taken.add(c.number);
   const pending: StoredChannel[] = [];

@@ -1,8 +1,8 @@
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
+import { CONFIDENT_SCORE, GuideMatcher, type Candidate, type GuideEntry, type GuideMatch, type MatchMethod } from './guide-match.js';
 import { programId } from './program-id.js';
 import { insertRows, isSqlite } from './sql.js';
-import { fold } from './text.js';
 
 export interface Program {
   id: number;
@@ -23,11 +23,26 @@ const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', '
 // = new Date(ms).toISOString() for years 0000-9999 (checked on 400,000 values); cheaper than strftime.
 const isoTime = (column: string) => `replace(datetime(${column} / 1000.0, 'unixepoch', 'subsec'), ' ', 'T') || 'Z'`;
 const optionalKey = (key: string, value: string) => `CASE WHEN p.${key} <> '' THEN ',"${key}":' || ${value} ELSE '' END`;
-/** SQL for one programme (table alias p) as the JSON the API's Program schema serializes to. */
-const PROGRAM_JSON_SQL = `'{"id":' || p.id || ',"title":' || json_quote(p.title) || ',"start":"' || ${isoTime('p.start')} || '","stop":"' || ${isoTime('p.stop')} || '"'` +
+/** SQL for one programme (table alias p) as the JSON the API's Program schema serializes to, its times moved by the SQL `shift` (ms). */
+const programJsonSql = (shift = '') => `'{"id":' || p.id || ',"title":' || json_quote(p.title) || ',"start":"' || ${isoTime(`(p.start${shift})`)} || '","stop":"' || ${isoTime(`(p.stop${shift})`)} || '"'` +
   ` || ${optionalKey('sub_title', 'json_quote(p.sub_title)')} || ${optionalKey('description', 'json_quote(p.description)')}` +
   ` || ${optionalKey('categories', 'json(p.categories)')} || ${optionalKey('episode_num', 'json_quote(p.episode_num)')}` +
   ` || ${optionalKey('icon', 'json_quote(p.icon)')} || '}'`;
+const PROGRAM_JSON_SQL = programJsonSql();
+
+/**
+ * Programmes (alias p) of a mapping (alias m) ending after / starting before a time, once moved
+ * by the mapping's shift; with the unmoved bound widened by the largest shift (a day), so that
+ * the lookup index still narrows by start.
+ */
+const MAX_SHIFT_MS = 86_400_000;
+const shiftedAfter = (q: any, at: number) => q.where('p.stop', '>', at - MAX_SHIFT_MS).whereRaw('p.stop + m.shift_ms > ?', [at]);
+const shiftedBefore = (q: any, at: number) => q.where('p.start', '<', at + MAX_SHIFT_MS).whereRaw('p.start + m.shift_ms < ?', [at]);
+
+/** How a channel's guide was found: the guide channel (`source_id`, `guide_id`), the method and its score. */
+export interface ChannelGuide { sourceId: string; guideId: string; method: MatchMethod; score: number }
+/** A channel with no guide, or with one found with low confidence, and the guide channels closest to it. */
+export interface UnmatchedChannel { channel: Channel; match: GuideMatch | undefined; candidates: Candidate[] }
 
 /**
  * The guide grid asks, again and again, for the same few hours ("now to +6 h") of the same
@@ -48,7 +63,7 @@ interface GuideState {
   key: string;
   checkedAt: number;
   /** channel id → the guide channels feeding it, with their source's current generation. */
-  mapping: Map<number, { sourceId: string; guideId: string; generation: number }[]>;
+  mapping: Map<number, { sourceId: string; guideId: string; generation: number; method: MatchMethod; score: number; shiftMs: number }[]>;
   /** channel id → the icon of the guide channel feeding it, when that is a web URL. */
   icons: Map<number, string>;
 }
@@ -199,47 +214,71 @@ export class GuideStore {
     await which(knex('livetv_guide_channels').where({ source_id: sourceId })).delete();
   }
 
-  /**
-   * Which guide channel feeds each playlist channel: the first source (in
-   * config order) whose channel id equals the tvg-id, else whose display name
-   * equals the channel's name or tvg-name (case- and accent-insensitive).
-   */
-  async remap(channels: Channel[], sourceOrder: string[]): Promise<number> {
+  /** Every current guide channel of the sources named, in their order, for matching. */
+  async matcher(sourceOrder: string[]): Promise<GuideMatcher> {
     // Only the guide sources there are now: a source removed from the config maps nothing.
     const rows = (await this.knex('livetv_guide_channels as g')
       .join('livetv_guide_sources as s', function () { this.on('s.id', 'g.source_id').andOn('s.generation', 'g.generation'); })
       .select('g.source_id', 'g.guide_id', 'g.names')).filter((r) => sourceOrder.includes(r.source_id));
-    const rank = (id: string) => { const i = sourceOrder.indexOf(id); return i < 0 ? sourceOrder.length : i; };
-    rows.sort((a, b) => rank(a.source_id) - rank(b.source_id));
-    const byId = new Map<string, { source_id: string; guide_id: string }>();
-    const byIdFolded = new Map<string, { source_id: string; guide_id: string }>();
-    const byName = new Map<string, { source_id: string; guide_id: string }>();
-    for (const r of rows) {
-      const ref = { source_id: r.source_id, guide_id: r.guide_id };
-      if (!byId.has(r.guide_id)) byId.set(r.guide_id, ref);
-      const f = fold(r.guide_id);
-      if (!byIdFolded.has(f)) byIdFolded.set(f, ref);
-      for (const name of JSON.parse(r.names) as string[]) {
-        const key = fold(name);
-        if (key && !byName.has(key)) byName.set(key, ref);
-      }
-    }
-    const mapping: { channel_id: number; source_id: string; guide_id: string }[] = [];
-    // fold() (NFKD + regexes) is the cost on big playlists: skipped when nothing could match.
-    const folded = (text: string, map: Map<string, unknown>) => (map.size ? fold(text) : '');
-    if (rows.length) {
+    const rank = new Map(sourceOrder.map((id, i) => [id, i]));
+    rows.sort((a, b) => rank.get(a.source_id)! - rank.get(b.source_id)!);
+    return new GuideMatcher(rows.map((r): GuideEntry => ({ sourceId: r.source_id, guideId: r.guide_id, names: JSON.parse(r.names) as string[] })));
+  }
+
+  /**
+   * Which guide channel feeds each playlist channel (guide-match.ts): a manual mapping names a
+   * guide channel id, found in the first source (in config order) that has it; else the
+   * automatic match. Each mapping keeps its method and score, and the channel's tvg-shift.
+   */
+  async remap(channels: readonly Channel[], sourceOrder: string[]): Promise<number> {
+    const matcher = await this.matcher(sourceOrder);
+    const mapping: unknown[][] = [];
+    if (matcher.entries.length) {
       for (const c of channels) {
-        const ref = (c.tvgId && (byId.get(c.tvgId) ?? byIdFolded.get(folded(c.tvgId, byIdFolded))))
-          || byName.get(folded(c.name, byName)) || (c.tvgName ? byName.get(folded(c.tvgName, byName)) : undefined);
-        if (ref) mapping.push({ channel_id: c.id, ...ref });
+        const found = this.matchOf(matcher, c);
+        if (found) mapping.push([c.id, found.ref.sourceId, found.ref.guideId, found.method, found.score, c.shiftMs]);
       }
     }
     await this.knex.transaction(async (trx) => {
       await trx('livetv_channel_guide').delete();
-      await insertRows(trx, 'livetv_channel_guide', ['channel_id', 'source_id', 'guide_id'], mapping.map((m) => [m.channel_id, m.source_id, m.guide_id]));
+      await insertRows(trx, 'livetv_channel_guide', ['channel_id', 'source_id', 'guide_id', 'method', 'score', 'shift_ms'], mapping);
     });
     this.invalidate();
     return mapping.length;
+  }
+
+  private matchOf(matcher: GuideMatcher, c: Channel): GuideMatch | undefined {
+    if (c.guideId !== null) {
+      const entry = matcher.entries.find((e) => e.guideId === c.guideId);
+      // A manual mapping to a guide channel no source has now: no guide until it is back (never a guess).
+      return entry ? { ref: { sourceId: entry.sourceId, guideId: entry.guideId }, method: 'manual', score: 1 } : undefined;
+    }
+    return matcher.match(c);
+  }
+
+  /**
+   * Channels without a guide, or matched fuzzily below CONFIDENT_SCORE, each with the `n` guide
+   * channels closest to its names (the first `limit` such channels, in the order given).
+   */
+  async unmatched(channels: readonly Channel[], sourceOrder: string[], limit: number, n = 5): Promise<{ total: number; channels: UnmatchedChannel[] }> {
+    const matcher = await this.matcher(sourceOrder);
+    const { mapping } = await this.guideState();
+    const out: UnmatchedChannel[] = [];
+    let total = 0;
+    for (const c of channels) {
+      const ref = mapping.get(c.id)?.[0];
+      if (ref && (ref.method !== 'fuzzy' || ref.score >= CONFIDENT_SCORE)) continue;
+      total++;
+      if (out.length >= limit) continue;
+      const match = ref && { ref: { sourceId: ref.sourceId, guideId: ref.guideId }, method: ref.method, score: ref.score };
+      out.push({ channel: c, match, candidates: matcher.candidates(c, n) });
+    }
+    return { total, channels: out };
+  }
+
+  /** channel id → its guide mapping (how it was found), as of the last second or so. */
+  async channelGuides(): Promise<ReadonlyMap<number, readonly ChannelGuide[]>> {
+    return (await this.guideState()).mapping;
   }
 
   /**
@@ -279,14 +318,15 @@ export class GuideStore {
       .join('livetv_programs as p', function () {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
       })
-      .select('m.channel_id', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon')
+      .select('m.channel_id', 'm.shift_ms', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon')
       .orderBy([{ column: 'm.channel_id' }, { column: 'p.start' }]);
     q.whereIn('m.channel_id', channelIds);
-    if (from !== undefined) q.where('p.stop', '>', from);
-    if (to !== undefined) q.where('p.start', '<', to);
+    if (from !== undefined) shiftedAfter(q, from);
+    if (to !== undefined) shiftedBefore(q, to);
     const out = new Map<number, Program[]>();
     for (const r of await q) {
-      const program: Program = { id: Number(r.id), title: r.title, start: new Date(Number(r.start)).toISOString(), stop: new Date(Number(r.stop)).toISOString() };
+      const shift = Number(r.shift_ms);
+      const program: Program = { id: Number(r.id), title: r.title, start: new Date(Number(r.start) + shift).toISOString(), stop: new Date(Number(r.stop) + shift).toISOString() };
       if (r.sub_title) program.sub_title = r.sub_title;
       if (r.description) program.description = r.description;
       if (r.categories) program.categories = JSON.parse(r.categories);
@@ -307,17 +347,23 @@ export class GuideStore {
    * of 50 channels crosses from SQLite to JavaScript as 50 strings instead of 350 rows of 10
    * values, and is not serialized again.
    */
-  async programsJsonFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, string>> {
+  async programsJsonFor(channelIds: number[], from?: number, to?: number, cache = true): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     if (!isSqlite(this.knex)) {
       for (const [channelId, list] of await this.programsFor(channelIds, from, to)) out.set(channelId, list.map((p) => JSON.stringify(p)).join(','));
       return out;
     }
-    if (from !== undefined && to !== undefined && to > from && to - from <= MAX_CACHED_WINDOW_MS) {
-      const cached = await this.cachedProgramsJson(channelIds, from, to);
-      if (cached) return cached;
+    if (cache && from !== undefined && to !== undefined && to > from && to - from <= MAX_CACHED_WINDOW_MS) {
+      // The cache holds programmes at the guide's times: channels with a tvg-shift are asked of SQL.
+      const { mapping } = await this.guideState();
+      const shifted = channelIds.filter((id) => mapping.get(id)?.some((r) => r.shiftMs !== 0));
+      const cached = await this.cachedProgramsJson(shifted.length ? channelIds.filter((id) => !shifted.includes(id)) : channelIds, from, to);
+      if (cached) {
+        if (shifted.length) for (const [id, json] of await this.programsJsonFor(shifted, from, to, false)) cached.set(id, json);
+        return cached;
+      }
     }
-    const item = PROGRAM_JSON_SQL;
+    const item = programJsonSql(' + m.shift_ms');
     const q = this.knex('livetv_channel_guide as m')
       .join('livetv_guide_sources as s', 's.id', 'm.source_id')
       .join('livetv_programs as p', function () {
@@ -326,8 +372,8 @@ export class GuideStore {
       .select('m.channel_id', this.knex.raw(`group_concat(${item}, ',' ORDER BY p.start) as programs`))
       .groupBy('m.channel_id');
     q.whereIn('m.channel_id', channelIds);
-    if (from !== undefined) q.where('p.stop', '>', from);
-    if (to !== undefined) q.where('p.start', '<', to);
+    if (from !== undefined) shiftedAfter(q, from);
+    if (to !== undefined) shiftedBefore(q, to);
     for (const r of await q) out.set(r.channel_id, r.programs);
     return out;
   }
@@ -345,11 +391,11 @@ export class GuideStore {
         }
         const mapping: GuideState['mapping'] = new Map();
         const rows = await this.knex('livetv_channel_guide as m').join('livetv_guide_sources as s', 's.id', 'm.source_id')
-          .select('m.channel_id', 'm.source_id', 'm.guide_id', 's.generation');
+          .select('m.channel_id', 'm.source_id', 'm.guide_id', 'm.method', 'm.score', 'm.shift_ms', 's.generation');
         for (const r of rows) {
           let refs = mapping.get(r.channel_id);
           if (!refs) mapping.set(r.channel_id, (refs = []));
-          refs.push({ sourceId: r.source_id, guideId: r.guide_id, generation: Number(r.generation) });
+          refs.push({ sourceId: r.source_id, guideId: r.guide_id, generation: Number(r.generation), method: r.method, score: Number(r.score), shiftMs: Number(r.shift_ms) });
         }
         const fresh: GuideState = { key, checkedAt: Date.now(), mapping, icons: await this.iconsOf(mapping) };
         if (epoch !== this.epoch) return { ...fresh, checkedAt: 0 }; // invalidated meanwhile: use once, keep nothing
@@ -465,10 +511,10 @@ export class GuideStore {
       .join('livetv_programs as p', function () {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
       })
-      .where('m.channel_id', channelId).where('p.stop', '>', from).where('p.start', '<', to)
+      .where('m.channel_id', channelId).modify(shiftedAfter, from).modify(shiftedBefore, to)
       .orderBy('p.start')
-      .select('p.id', 'p.title', 'p.start', 'p.stop');
-    return rows.map((r) => ({ id: Number(r.id), channelId, title: r.title, start: Number(r.start), stop: Number(r.stop) }));
+      .select('p.id', 'p.title', 'p.start', 'p.stop', 'm.shift_ms');
+    return rows.map((r: any) => ({ id: Number(r.id), channelId, title: r.title, start: Number(r.start) + Number(r.shift_ms), stop: Number(r.stop) + Number(r.shift_ms) }));
   }
 
   /** One programme on one channel (what the DVR records). */
@@ -479,7 +525,7 @@ export class GuideStore {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
       })
       .where({ 'm.channel_id': channelId, 'p.id': id })
-      .first('p.id', 'p.title', 'p.start', 'p.stop');
-    return r ? { id: Number(r.id), channelId, title: r.title, start: Number(r.start), stop: Number(r.stop) } : undefined;
+      .first('p.id', 'p.title', 'p.start', 'p.stop', 'm.shift_ms');
+    return r ? { id: Number(r.id), channelId, title: r.title, start: Number(r.start) + Number(r.shift_ms), stop: Number(r.stop) + Number(r.shift_ms) } : undefined;
   }
 }

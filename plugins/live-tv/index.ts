@@ -18,6 +18,7 @@ import { liveTvRoutes } from './routes.js';
 import { LiveSessions } from './live/sessions.js';
 import { watchRoutes } from './live/routes.js';
 import { adminSourceRoutes } from './admin-routes.js';
+import { adminChannelRoutes } from './admin-channel-routes.js';
 
 const configSchema = Type.Object({
   /** At start: import in the background (default), wait for the import before listening, or skip it. */
@@ -40,12 +41,14 @@ const configSchema = Type.Object({
    * ~600 MB while importing) and stop the server.
    */
   maxChannelsPerTuner: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1_000_000 }),
+  /** `tvg-id`: entries of several playlists sharing a tvg-id are one channel, their streams in the playlists' order. */
+  merge: Type.Union([Type.Literal('off'), Type.Literal('tvg-id')], { default: 'off' }),
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
 
 /** The plugin's own imports, for its CLI command. */
-const importsService = createServiceRef<LiveTvService>({ id: 'live-tv.imports', owner: 'live-tv' });
+const importsService = createServiceRef<{ service: LiveTvService; registry: LiveTvRegistry }>({ id: 'live-tv.imports', owner: 'live-tv' });
 
 export default definePlugin({
   id: 'live-tv',
@@ -66,12 +69,13 @@ export default definePlugin({
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
         paths: coreServices.paths, transcodes: coreServices.transcodes, hls: hlsPackagerService, dash: dashPackagerService,
+        sources: coreServices.sources,
       },
       provides: { access: liveTvService, imports: importsService },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, timeshift, timeshiftMaxBytes } = config;
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash, sources }) {
+        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, merge, timeshift, timeshiftMaxBytes } = config;
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
-          keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner,
+          keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner, merge,
         });
         const favorites = new Favorites(db);
         await favorites.load();
@@ -96,6 +100,7 @@ export default definePlugin({
         watchRoutes(http, { auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
+        adminChannelRoutes(http, { service: live, registry, sources });
         const taskId = (type: 'tuner' | 'guide', id: string) => `livetv:${type}:${id}`;
         const schedule = async (type: 'tuner' | 'guide', id: string, everyMs: number | undefined) => {
           if (everyMs) await scheduler.schedule({ id: taskId(type, id), kind: REFRESH_KIND, at: clock.now() + everyMs, everyMs, payload: { type, id } });
@@ -150,7 +155,7 @@ export default definePlugin({
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });
-        return { access: accessService(registry, live, sessions), imports: live };
+        return { access: accessService(registry, live, sessions), imports: { service: live, registry } };
       },
     });
 
@@ -158,12 +163,31 @@ export default definePlugin({
       path: ['guide', 'refresh'],
       description: 'Re-import every tuner playlist and guide source now',
       deps: { live: importsService },
-      async run(_args, io, { live }) {
+      async run(_args, io, { live: { service: live } }) {
         const summary = await live.refreshAll((label, f, m) => io.progress.update(label, f, m));
         for (const t of summary.tuners) io.out('error' in t ? `tuner ${t.id}: FAILED ${t.error} (previous channels kept)` : `tuner ${t.id}: ${t.channels} channels, ${t.added} new, ${t.removed} gone, ${t.warnings} warnings`);
         for (const g of summary.guides) io.out('error' in g ? `guide ${g.id}: FAILED ${g.error} (previous guide kept)` : `guide ${g.id}: ${g.programmes} programmes, ${g.channels} channels, ${g.skipped} skipped, ${g.warnings} warnings`);
         io.out(`${summary.mapped} channels have guide data`);
         if ([...summary.tuners, ...summary.guides].some((s) => 'error' in s)) throw new Error('some sources failed to import');
+      },
+    });
+
+    env.registerCommand({
+      path: ['channels', 'unmatched'],
+      usage: 'channels unmatched [LIMIT]',
+      description: 'List the channels without a guide, or matched with low confidence, with the closest guide channels',
+      deps: { live: importsService },
+      async run(args, io, { live: { service, registry } }) {
+        const limit = args[0] === undefined ? 500 : Number(args[0]);
+        if (!Number.isInteger(limit) || limit < 1) throw new Error(`LIMIT must be a positive integer, not ${args[0]}`);
+        const { all } = await service.channels.current();
+        const found = await service.guide.unmatched(all, [...registry.guides.keys()], limit);
+        io.out(['ID', 'NUMBER', 'NAME', 'GUIDE', 'CANDIDATES'].join('\t'));
+        for (const { channel: c, match, candidates } of found.channels) {
+          const guide = match ? `${match.ref.guideId} (${match.method} ${match.score})` : '-';
+          io.out([c.id, c.number, c.name, guide, candidates.map((k) => `${k.ref.guideId} "${k.name}" ${k.score}`).join(', ') || '-'].join('\t'));
+        }
+        io.out(`${found.total} channels unmatched or matched with low confidence${found.total > found.channels.length ? ` (the first ${found.channels.length} listed)` : ''}`);
       },
     });
   },

@@ -199,6 +199,36 @@ export const migrations: Migration[] = [
       await knex.schema.dropTable('livetv_channel_pages');
     },
   },
+  {
+    name: '007_channel_edits',
+    async up(knex) {
+      // What an administrator changed on a channel, by channel id: an import never writes here,
+      // so a refresh never undoes an edit. Null columns are not edited (the playlist's value shows).
+      await knex.schema.createTable('livetv_channel_edits', (t) => {
+        t.integer('channel_id').primary();
+        t.text('name').nullable();
+        t.string('number', 32).nullable();
+        t.text('logo').nullable();
+        t.text('categories').nullable();               // a JSON array
+        t.boolean('hidden').notNullable().defaultTo(false);
+        t.string('guide_id', 255).nullable();          // a manual guide mapping: the first source's channel of this id
+        t.bigInteger('updated_at').notNullable();
+      });
+      // Streams an administrator attached to a channel, in the order they are tried (a tuner entry's id each).
+      await knex.schema.createTable('livetv_channel_streams', (t) => {
+        t.integer('stream_id').primary();
+        t.integer('channel_id').notNullable();
+        t.integer('position').notNullable();
+        t.index(['channel_id']);
+      });
+      // How each mapping was found, and the shift (tvg-shift) applied to its programmes.
+      await knex.schema.alterTable('livetv_channel_guide', (t) => {
+        t.string('method', 16).notNullable().defaultTo('tvg_id');
+        t.float('score').notNullable().defaultTo(1);
+        t.bigInteger('shift_ms').notNullable().defaultTo(0);
+      });
+    },
+  },
 ];
 
 /** `table` made again as `define` says, with its rows (SQLite cannot drop a foreign key in place). */

@@ -1,5 +1,5 @@
 import type { Database, GuideLoadResult, GuideSource, JobManager, Logger, Tuner } from 'antenna/sdk';
-import { ChannelStore, type ChannelLimits, type ImportCounts } from './channel-store.js';
+import { ChannelEdits, ChannelStore, type ChannelLimits, type ImportCounts } from './channel-store.js';
 import { GuideStore } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
 
@@ -31,6 +31,7 @@ export interface RefreshSummary {
  */
 export class LiveTvService {
   readonly channels: ChannelStore;
+  readonly edits: ChannelEdits;
   readonly guide: GuideStore;
   private stopped = false;
   private readonly running = new Set<Promise<RefreshSummary>>();
@@ -42,6 +43,7 @@ export class LiveTvService {
     limits: ChannelLimits = {},
   ) {
     this.channels = new ChannelStore(knex, () => new Set(registry.tuners.keys()), now, limits);
+    this.edits = new ChannelEdits(this.channels);
     this.guide = new GuideStore(knex, log);
   }
 
@@ -157,6 +159,6 @@ export class LiveTvService {
     const snapshot = await this.channels.current();
     // No version bump: the channel snapshot holds no mapping (programsFor reads it live), and a
     // bump here made every guide import reload every channel for nothing.
-    return this.guide.remap(snapshot.channels, [...this.registry.guides.keys()]);
+    return this.guide.remap(snapshot.all, [...this.registry.guides.keys()]);
   }
 }

@@ -1,6 +1,8 @@
 /** Case- and accent-insensitive form for search and name matching: "Télé 5 HD" → "tele 5 hd". */
 export function fold(text: string): string {
-  return text.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/\s+/g, ' ').trim();
+  // ASCII has nothing to decompose (most names): NFKD and the marks' regex are skipped.
+  const plain = /^[\x00-\x7f]*$/.test(text) ? text : text.normalize('NFKD').replace(/\p{M}/gu, '');
+  return plain.toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
 /** Sort key for channel numbers: "22.1" → 22.1, "7" → 7, anything else after all numbers. */

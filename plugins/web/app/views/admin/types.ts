@@ -43,3 +43,11 @@ export interface JobsPage {
 }
 
 export interface LogEntry { time: string; level: string; source: string | null; msg: string; fields: Record<string, unknown> }
+
+export interface ChannelGuideMatch { channel_id: string; source: string; method: 'manual' | 'tvg_id' | 'tvg_id_folded' | 'name' | 'fuzzy'; score: number }
+export interface AdminChannel {
+  id: number; name: string; number: string; logo: string | null; categories: string[]; hidden: boolean;
+  tvg_id: string | null; tvg_shift: number; guide: ChannelGuideMatch | null;
+  streams: { id: number; source: string; name: string; url: string | null }[];
+}
+export interface GuideChannelChoice { channel_id: string; source: string; names: string[] }
