@@ -8,6 +8,7 @@ import './admin.css';
 import type { FunctionComponent } from 'preact';
 import { href } from '../../router.js';
 import { useTitle } from '../../ui.js';
+import { AccessKeysScreen } from './access-keys.js';
 import { JobsScreen } from './jobs.js';
 import { LibrariesScreen } from './libraries.js';
 import { LogsScreen } from './logs.js';
@@ -26,6 +27,7 @@ export const SCREENS: AdminScreen[] = [
   { path: 'users', label: 'Users', view: UsersScreen },
   { path: 'libraries', label: 'Libraries', view: LibrariesScreen },
   { path: 'sources', label: 'Live TV sources', view: SourcesScreen },
+  { path: 'access-keys', label: 'Access keys', view: AccessKeysScreen },
   { path: 'settings', label: 'Settings', view: SettingsScreen },
   { path: 'jobs', label: 'Jobs & tasks', view: JobsScreen },
   { path: 'logs', label: 'Logs', view: LogsScreen },
