@@ -18,7 +18,7 @@
  *   HDHR_BENCH_RUNS=5 HDHR_BENCH_ONLY=tune,clients,guide node dist/test/bench/run.js hdhomerun
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,6 +48,7 @@ function request(url: string, options: http.RequestOptions = {}, body?: string):
 
 async function startServer(dir: string, plugins: Record<string, unknown>): Promise<Server> {
   const port = await unusedPort();
+  await mkdir(dir, { recursive: true });
   const config = path.join(dir, 'config.yaml');
   await writeFile(config, JSON.stringify({ server: { host: '127.0.0.1', port, dataDir: path.join(dir, 'data') }, logging: { level: 'warn' }, plugins }));
   const child = spawn(process.execPath, [CLI, 'serve', '--config', config], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ANTENNA_ADMIN_PASSWORD: PASSWORD } });
