@@ -139,12 +139,15 @@ function routes(http: HttpScope, live: LiveTvAccess, docs: Documents, grantOf: (
 
   both('/lineup_status.json', (url, keyed) => http.get(url, {
     config,
-    schema: { summary: 'HDHomeRun scan status (never scanning)', tags, ...(keyed ? { params: KeyParams } : {}), response: { ...Errors } },
+    schema: {
+      summary: 'HDHomeRun scan status (never scanning)', tags, ...(keyed ? { params: KeyParams } : {}),
+      response: { 200: Type.Object({ ScanInProgress: Type.Integer(), ScanPossible: Type.Integer(), Source: Type.String(), SourceList: Type.Array(Type.String()) }), ...Errors },
+    },
   }, async () => ({ ScanInProgress: 0, ScanPossible: 1, Source: 'Cable', SourceList: ['Cable'] })));
 
   both('/lineup.post', (url, keyed) => http.route({
     method: ['GET', 'POST'], url, config,
-    schema: { summary: 'HDHomeRun channel scan (answered at once: the lineup is always current)', tags, ...(keyed ? { params: KeyParams } : {}), response: { ...Errors } },
+    schema: { summary: 'HDHomeRun channel scan (answered at once: the lineup is always current)', tags, ...(keyed ? { params: KeyParams } : {}), response: { 200: Type.Object({}), ...Errors } },
     handler: async () => ({}),
   }));
 

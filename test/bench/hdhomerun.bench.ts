@@ -46,7 +46,7 @@ function request(url: string, options: http.RequestOptions = {}, body?: string):
   });
 }
 
-async function startServer(dir: string, plugins: Record<string, unknown>): Promise<Server> {
+async function startServer(dir: string, plugins: Record<string, unknown>, readyMs = 120_000): Promise<Server> {
   const port = await unusedPort();
   await mkdir(dir, { recursive: true });
   const config = path.join(dir, 'config.yaml');
@@ -55,7 +55,7 @@ async function startServer(dir: string, plugins: Record<string, unknown>): Promi
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => { if (stderr.length < 8000) stderr += s; });
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited: ${stderr}`);
     if ((await request(`${base}/api/version`).catch(() => undefined))?.status === 200) break;
@@ -182,7 +182,7 @@ export async function run(): Promise<Record<string, unknown>> {
         'm3u-tuner': { sources: [{ name: 'bench', url: path.join(dir, 'guide.m3u'), refresh: '1000d' }] },
         'xmltv-guide': { sources: [{ url: path.join(dir, 'guide.xml'), refresh: '1000d' }], maxAge: '1000d' },
         'iptv-output': {},
-      });
+      }, 1_800_000); // it listens once the 323 MB guide is imported
       try {
         const pid = server.child.pid!;
         await sleep(2000);

@@ -12,7 +12,9 @@ import { decode, playerPids } from '../../helpers/player.js';
 import { waitFor } from '../../helpers/wait.js';
 import { killGroup, startUpstream } from '../../helpers/upstream.js';
 import { m3u, tempDir, write } from '../live-tv/fixtures.js';
-import { newDeviceId, validDeviceId } from '../../../plugins/hdhomerun/device.js';
+import { deviceIdentity, newDeviceId, validDeviceId } from '../../../plugins/hdhomerun/device.js';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { guideNumbers } from '../../../plugins/hdhomerun/lineup.js';
 
 /** Opens a stream and reads it until `bytes` have come (or it ends); resolves with the response and a way to close it. */
@@ -55,6 +57,16 @@ t.test('device ids pass libhdhomerun\'s check', async (t) => {
   }
   t.notOk(validDeviceId(0x12345678), '12345678 is not valid');
   t.equal(validDeviceId(0x12345678), reference('12345678'));
+});
+
+t.test('the device identity is kept across restarts', async (t) => {
+  const dir = await tempDir(t, 'antenna-hdhr-id-');
+  const first = await deviceIdentity(dir);
+  t.strictSame(await deviceIdentity(dir), first, 'read back the same');
+  await writeFile(path.join(dir, 'device.json'), '{"deviceId":"12345678","deviceAuth":"x"}');
+  const remade = await deviceIdentity(dir);
+  t.ok(validDeviceId(parseInt(remade.deviceId, 16)), 'an invalid kept id is replaced by a valid one');
+  t.equal(remade.deviceAuth.length, 24);
 });
 
 t.test('hdhomerun', async (t) => {
