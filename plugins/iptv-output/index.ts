@@ -97,7 +97,8 @@ function routes(http: HttpScope, live: LiveTvAccess, options: { guideDays: numbe
     }, async (request, reply) => {
       const { days = options.guideDays } = request.query as { days?: number };
       const now = options.now();
-      const document = Readable.from(xmltvDocument(live, await live.channels(), now - PAST_MS, now + days * DAY_MS));
+      // Bytes, not objects: the next piece is read once the client (or gzip) has taken the last one.
+      const document = Readable.from(xmltvDocument(live, await live.channels(), now - PAST_MS, now + days * DAY_MS), { objectMode: false, highWaterMark: 64 * 1024 });
       const body = gzip ? document.pipe(createGzip()) : document;
       if (gzip) document.on('error', (err) => body.destroy(err));
       return reply.type(gzip ? 'application/gzip' : 'application/xml; charset=utf-8').header('cache-control', 'no-store').send(body);

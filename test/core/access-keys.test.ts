@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTestHost } from '../../sdk/testing.js';
 import { CLI, expectError, tmpDir } from '../helpers/http.js';
@@ -19,9 +19,12 @@ t.setTimeout(300_000);
 t.test('access keys', async (t) => {
   const cwd = await tmpDir(t, 'antenna-keys-cwd-');
   const dataDir = path.join(await tmpDir(t, 'antenna-keys-data-'), 'data');
-  const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { cwd, env: cleanEnv({ ANTENNA_DATA_DIR: dataDir }), encoding: 'utf8', timeout: 60_000 });
   const host = await createTestHost({ dataDir, plugins: { hdhomerun: {} } });
   t.teardown(() => host.close());
+  // The CLI on the server's database (SQLite in the data dir, or the test's PostgreSQL database).
+  const config = path.join(cwd, 'antenna.yaml');
+  await writeFile(config, JSON.stringify({ server: { dataDir }, database: host.host.config.database }));
+  const cli = (args: string[]) => spawnSync(process.execPath, [CLI, ...args, '--config', config], { cwd, env: cleanEnv(), encoding: 'utf8', timeout: 60_000 });
 
   const created = cli(['access-key', 'create', 'kodi']);
   t.equal(created.status, 0, created.stderr);
@@ -35,8 +38,9 @@ t.test('access keys', async (t) => {
   t.equal(cli(['access-key', 'create', '42']).status, 1, 'a number is not a name');
   t.equal(cli(['access-key', 'create']).status, 2, 'create needs a name');
 
-  const db = await readFile(path.join(dataDir, 'antenna.db'));
-  t.notOk(db.includes(Buffer.from(key!)), 'the database does not hold the key');
+  const rows = JSON.stringify(await host.host.knex('access_keys').select());
+  t.notOk(rows.includes(key!), 'the database does not hold the key');
+  if (host.host.config.database.client === 'sqlite3') t.notOk((await readFile(path.join(dataDir, 'antenna.db'))).includes(Buffer.from(key!)), 'nor does its file');
 
   const revoked = cli(['access-key', 'revoke', 'kodi']);
   t.equal(revoked.status, 0, revoked.stderr);
