@@ -1,5 +1,5 @@
 /**
- * The guide as an XMLTV document, written as it is read: a few dozen channels'
+ * The guide as an XMLTV document, written as it is read: a few channels'
  * programmes at a time, so the whole guide is never in memory. Elements follow
  * the XMLTV DTD's order (channel: display-name, icon; programme: title,
  * sub-title, desc, category, icon, episode-num, then previously-shown,
