@@ -15,6 +15,7 @@ import { coreMigrations } from './db/core-migrations.js';
 import { loadOrCreateSecret } from './auth/secret.js';
 import { AccountStore } from './auth/accounts.js';
 import { AuthServiceImpl } from './auth/auth-service.js';
+import { AccessKeys, openNetworks } from './auth/access-keys.js';
 import { LoginLimiter } from './auth/rate-limit.js';
 import { accountRoutes } from './auth/routes.js';
 import { generatePassword } from './auth/password.js';
@@ -34,6 +35,7 @@ import { VERSION } from './version.js';
 import { ConfigFile } from './config/file.js';
 import { SettingsManager } from './admin/settings.js';
 import { adminRoutes } from './admin/routes.js';
+import { accessKeyRoutes } from './admin/access-key-routes.js';
 import { createLogger, type LogLevel } from './logging/logger.js';
 import { LogBuffer } from './logging/log-buffer.js';
 
@@ -86,6 +88,7 @@ export class Host {
   knex!: Knex;
   auth!: AuthServiceImpl;
   accounts!: AccountStore;
+  accessKeys!: AccessKeys;
   jobs!: JobManagerImpl;
   scheduler!: SchedulerImpl;
   ffmpeg!: FfmpegSupervisor;
@@ -149,9 +152,10 @@ export class Host {
     await runMigrations(this.knex, 'core', coreMigrations);
     const secret = await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
+    this.accessKeys = new AccessKeys(this.knex, secret, openNetworks(config.accessKeys.open), () => this.clock.now());
     this.auth = new AuthServiceImpl(this.accounts, secret, {
       mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds, sessionIdleMs: config.auth.sessionIdleDays * 86_400_000,
-    }, () => this.clock.now());
+    }, () => this.clock.now(), this.accessKeys);
     const limiter = this.limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,
@@ -186,6 +190,7 @@ export class Host {
       accounts: this.accounts, auth: this.auth, limiter, jobs: this.jobs, scheduler: this.scheduler, settings: this.settings,
       logs: this.logs, events,
     });
+    await accessKeyRoutes(this.app, { keys: this.accessKeys, auth: this.auth });
 
     for (const loaded of this.plugins) this.runtimes.set(loaded.def.id, this.registerPlugin(loaded));
     const root = globalContainer.createChildContainer();
@@ -356,6 +361,7 @@ export class Host {
         this.logger.error({ err }, 'shutdown hook failed');
       }
     }
+    this.accessKeys?.stop();
     await this.jobs?.stopAll('shutdown');
     await this.ffmpeg?.stopAll();
     await this.knex?.destroy();

@@ -2,7 +2,8 @@
  * The one set of rules that keeps credentials out of logs, error messages and
  * stored ffmpeg stderr: `user:pass@` in URLs, secret query values, Xtream-style
  * path credentials (`/live/<user>/<password>/<id>.ts`, `/<user>/<password>/<id>`),
- * auth headers, and any value the caller knows to be secret.
+ * auth headers, access keys in `/hdhr/<key>/` and `/iptv/<key>/` paths, and any
+ * value the caller knows to be secret.
  */
 export const REDACTED = '***';
 
@@ -16,6 +17,9 @@ const SEG = `[^/?#\\s"'<>]+`;
 const XTREAM_PATH_RE = new RegExp(`(\\b[a-z][a-z0-9+.-]*://${SEG}/(?:live|movie|series|timeshift)/)(${SEG})/(${SEG})(?=/)`, 'gi');
 /** Xtream's short live form, `http://host:port/<user>/<password>/<id>` (the id a number, maybe with an extension). */
 const XTREAM_SHORT_RE = new RegExp(`(\\bhttps?://${SEG}/)(${SEG})/(${SEG})(?=/\\d+(?:\\.[a-z0-9]{1,5})?(?:$|[?#\\s"'<>]))`, 'gi');
+
+/** An access key in the paths of the clients that cannot sign in: `/hdhr/<key>/…`, `/iptv/<key>/…`. */
+const ACCESS_KEY_PATH_RE = /(\/(?:hdhr|iptv)\/)([A-Za-z0-9_-]{16,})(?=[/?#\s"'<>]|$)/g;
 
 /** The secrets in a text (a URL, an argument): query values, userinfo and its password, Xtream path credentials, auth header values. */
 export function secretsIn(text: string): string[] {
@@ -44,7 +48,8 @@ export function redact(text: string): string {
     .replace(XTREAM_PATH_RE, `$1${REDACTED}/${REDACTED}`)
     .replace(XTREAM_SHORT_RE, `$1${REDACTED}/${REDACTED}`)
     .replace(QUERY_SECRET_RE, `$1${REDACTED}`)
-    .replace(AUTH_HEADER_RE, `$1${REDACTED}`);
+    .replace(AUTH_HEADER_RE, `$1${REDACTED}`)
+    .replace(ACCESS_KEY_PATH_RE, `$1${REDACTED}`);
 }
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

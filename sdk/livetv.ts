@@ -3,6 +3,7 @@
  * examples/tuner-test-pattern) adds tuners, a guide plugin (xmltv-guide) adds guide
  * sources. Modelled on Jellyfin's ITunerHost and IListingsProvider.
  */
+import type { Readable } from 'node:stream';
 import type { MediaRepresentation } from './media.js';
 import { createExtensionPoint, createServiceRef } from './refs.js';
 
@@ -175,6 +176,34 @@ export interface LiveChannelInfo {
   maxStreams: number;
 }
 
+/** A channel as clients that list channels get it (M3U playlists, HDHomeRun lineups). (Since SDK 1.2.) */
+export interface LiveChannelListing {
+  id: number;
+  /** Channel number as shown, unique across channels. */
+  number: string;
+  name: string;
+  tvgId?: string;
+  /** The playlist's logo, else the icon of the guide channel it is mapped to. */
+  logo?: string;
+  /** Its groups (categories), in the playlist's order. */
+  groups: string[];
+}
+
+/** A programme with what the guide said of it. (Since SDK 1.2.) */
+export interface LiveGuideProgramme {
+  id: number;
+  /** ms since epoch, UTC. */
+  start: number;
+  stop: number;
+  title: string;
+  subTitle?: string;
+  description?: string;
+  categories?: string[];
+  /** The guide's episode number as it gave it (`xmltv_ns` or `onscreen`). */
+  episodeNum?: string;
+  icon?: string;
+}
+
 /** A programme of the guide as it is now. Its id stays while its start time stays. */
 export interface LiveProgramme {
   id: number;
@@ -232,9 +261,26 @@ export interface LiveHold {
   release(): void;
 }
 
+/** A channel's live session as one continuous MPEG-TS. (Since SDK 1.2.) */
+export interface LiveMpegTs {
+  /** The bytes; ends when the session ends, a recording takes its tuner slot, or close() is called. */
+  readonly stream: Readable;
+  /** Stops the stream and releases its hold (also done when `stream` is destroyed). */
+  close(): void;
+}
+
 export interface LiveTvAccess {
   /** A present channel of a registered tuner. */
   channel(id: number): Promise<LiveChannelInfo | undefined>;
+  /** The tuners (sources) channels come from, with the streams each allows at once. (Since SDK 1.2.) */
+  tuners(): { id: string; name: string; maxStreams: number }[];
+  /** Every present channel, in number order. (Since SDK 1.2.) */
+  channels(): Promise<LiveChannelListing[]>;
+  /**
+   * The programmes of these channels overlapping [from, to), by start, with their details. For the
+   * whole guide, ask a few dozen channels at a time. (Since SDK 1.2.)
+   */
+  guide(channelIds: number[], from: number, to: number): Promise<Map<number, LiveGuideProgramme[]>>;
   /** One programme of one channel. */
   programme(channelId: number, programmeId: number): Promise<LiveProgramme | undefined>;
   /** The channel's programmes overlapping [from, to), by start. */
@@ -246,8 +292,19 @@ export interface LiveTvAccess {
    * the tuner is full, a session only viewers use gives way: recordings come
    * first) and keeps it running until release(). Throws 404 for an unknown
    * channel and 409 when every slot is held by other holders.
+   *
+   * `{ viewer: true }` (since SDK 1.2) holds for a viewer watching through another protocol (an
+   * HDHomeRun client's MPEG-TS): it never stops another session (409 when the tuner is full) and,
+   * like HLS viewers, gives way to a recording, which ends the hold.
    */
-  hold(channelId: number, label: string): Promise<LiveHold>;
+  hold(channelId: number, label: string, options?: { viewer?: boolean }): Promise<LiveHold>;
+  /**
+   * The channel's live session as MPEG-TS, for clients that read one stream (HDHomeRun, M3U): a
+   * viewer's hold (above) whose segments are copied into MPEG-TS, starting with the newest ones the
+   * session keeps. Resolves once there is something to send; 404 unknown channel, 409 tuner full,
+   * 503 when the stream does not start. `signal` (the client went away) closes it. (Since SDK 1.2.)
+   */
+  mpegTs(channelId: number, options: { label: string; signal?: AbortSignal }): Promise<LiveMpegTs>;
 }
 
 export const liveTvService = createServiceRef<LiveTvAccess>({ id: 'live-tv.access', owner: 'live-tv' });

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Knex } from 'knex';
 import type { Logger as PinoLogger } from 'pino';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { DependencyContainer } from 'tsyringe';
 import './http.js';
 
@@ -56,8 +56,27 @@ export interface AuthService {
    * media key, the key expires with the one it came with.
    */
   signMediaKey(user: AuthUser, scope: string, ttlSeconds?: number): string;
+  /**
+   * What admitted a request of an `auth: 'access-key'` route (since SDK 1.2); 401 on any other.
+   */
+  requireAccessKey(request: FastifyRequest): AccessGrant;
+  /** The key of the active access key with this name, for URLs the server announces (HDHomeRun discovery); undefined when there is none. (Since SDK 1.2.) */
+  accessKey(name: string): Promise<string | undefined>;
   /** Adds a field to the `user` object of GET /me (live-tv adds `favorites`). Called on every /me: keep it cheap (cache, no query per call). */
   addProfileField(name: string, compute: (user: AuthUser) => unknown | Promise<unknown>): void;
+}
+
+/**
+ * An access key that let a request in (`name`), or a client of an `accessKeys.open` network
+ * that gave none (no name). Access keys are made with `antenna access-key create` or the admin API.
+ */
+export interface AccessGrant {
+  name?: string;
+  /**
+   * Calls `listener` once when the key is revoked (at once when this server revokes it, within a
+   * second when the CLI does): close what the request opened. Returns how to stop listening.
+   */
+  onRevoked(listener: () => void): () => void;
 }
 
 export type JobState = 'running' | 'completed' | 'failed' | 'stopped';
@@ -187,6 +206,11 @@ export interface SpawnOptions {
   onStderrLine?: (line: string) => void;
   /** Keep stdout as a stream (default: ignored). */
   stdout?: 'pipe' | 'ignore';
+  /**
+   * Pipes to write input to: ffmpeg reads the first as `pipe:3`, the next as `pipe:4`… (a live
+   * session's video and audio for a remux). They are `FfmpegProcess.inputs`. (Since SDK 1.2.)
+   */
+  inputPipes?: number;
 }
 
 export interface ExitInfo {
@@ -201,6 +225,8 @@ export interface ExitInfo {
 export interface FfmpegProcess {
   readonly pid: number;
   readonly stdout: Readable | null;
+  /** The pipes `SpawnOptions.inputPipes` asked for, in order: `pipe:3`, `pipe:4`… (Since SDK 1.2.) */
+  readonly inputs: Writable[];
   /** Resolves when the process has exited (never rejects). */
   readonly exited: Promise<ExitInfo>;
   /** SIGTERM to the whole process group, SIGKILL after the grace period; resolves on exit. */

@@ -2,9 +2,10 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { JWT } from '@fastify/jwt';
 import { errors } from '../../sdk/errors.js';
-import type { AuthService, AuthUser } from '../../sdk/services.js';
+import type { AccessGrant, AuthService, AuthUser } from '../../sdk/services.js';
 import type { RouteAuth } from '../../sdk/http.js';
 import type { AccountStore, UserRow } from './accounts.js';
+import type { AccessKeys } from './access-keys.js';
 
 /** `lastSeen`: the last use the database knows of; `seenAt`: when this process last wrote one. */
 interface CachedSession { userId: number; deviceId: string; revoked: boolean; at: number; lastSeen: number; seenAt: number }
@@ -36,6 +37,7 @@ export class AuthServiceImpl implements AuthService {
     /** sessionIdleMs: a session unused for longer expires (0: never). */
     private readonly opts: { mediaKeyTtlSeconds: number; sessionIdleMs: number },
     private readonly now: () => number = Date.now,
+    readonly accessKeys?: AccessKeys,
   ) {
     this.mediaKeySecret = createHmac('sha256', secret).update('antenna media keys v1').digest();
   }
@@ -65,6 +67,10 @@ export class AuthServiceImpl implements AuthService {
   /** The fastify onRequest check. Sets request.user, or throws 401/403. */
   async authenticate(request: FastifyRequest, mode: RouteAuth): Promise<void> {
     if (mode === 'public') return;
+    if (mode === 'access-key') {
+      if (!this.accessKeys) throw errors.unauthorized('Invalid access key');
+      return this.accessKeys.authenticate(request);
+    }
     const header = request.headers.authorization;
     let token: string | undefined;
     if (header !== undefined) {
@@ -198,6 +204,15 @@ export class AuthServiceImpl implements AuthService {
     const [uid, sid, exp] = body.split('.');
     if (!(Number(exp) * 1000 >= this.now())) throw errors.unauthorized('Media key expired');
     return { ...(await this.userForSession(sid!, Number(uid))), mediaKeyExpiresAt: Number(exp) * 1000 };
+  }
+
+  requireAccessKey(request: FastifyRequest): AccessGrant {
+    if (!request.accessGrant) throw errors.unauthorized('Invalid access key');
+    return request.accessGrant;
+  }
+
+  async accessKey(name: string): Promise<string | undefined> {
+    return this.accessKeys?.keyOf(name);
   }
 
   addProfileField(name: string, compute: (user: AuthUser) => unknown | Promise<unknown>): void {

@@ -10,6 +10,8 @@ import { openDatabase } from '../db/database.js';
 import { runMigrations } from '../db/migrations.js';
 import { coreMigrations } from '../db/core-migrations.js';
 import { AccountStore } from '../auth/accounts.js';
+import { AccessKeys, openNetworks, type AccessKeyView } from '../auth/access-keys.js';
+import { loadOrCreateSecret } from '../auth/secret.js';
 import { loadPlugins } from '../plugins/loader.js';
 import { pluginCommands } from '../plugins/commands.js';
 import { createProgress } from './progress.js';
@@ -25,6 +27,9 @@ const CORE_COMMANDS: [string, string][] = [
   ['user set NAME [--active|--inactive] [--admin|--no-admin] [--library ID ... | --all-libraries]', 'change a user'],
   ['user remove NAME', 'remove a user with their sessions, favorites and progress'],
   ['user list', 'list users'],
+  ['access-key create NAME', 'a key for clients that cannot sign in (HDHomeRun, M3U/XMLTV); prints it with its URLs'],
+  ['access-key list', 'the access keys with their URLs'],
+  ['access-key revoke NAME|ID', 'revoke a key: it stops working and its open streams close'],
   ['plugins', 'what is loaded, from where, with which version'],
   ['help', 'this list, with the commands of the enabled plugins'],
 ];
@@ -181,6 +186,47 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
   });
 }
 
+/** The URLs of a key, from server.publicUrl (else http://<host>:<port>). */
+function keyUrls(config: AntennaConfig, key: string): string[] {
+  const s = config.server;
+  const base = (s.publicUrl ?? `http://${s.host === '0.0.0.0' || s.host === '::' ? '<this-machine>' : s.host}:${s.port}`).replace(/\/+$/, '');
+  return [`HDHomeRun tuner: ${base}/hdhr/${key}/`, `M3U playlist:   ${base}/iptv/${key}/channels.m3u`, `XMLTV guide:    ${base}/iptv/${key}/guide.xml.gz`];
+}
+
+async function accessKeyCommand(config: AntennaConfig, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: { config: { type: 'string' } } });
+  const [sub, name] = positionals;
+  await mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
+  const knex = await openDatabase(config);
+  try {
+    await runMigrations(knex, 'core', coreMigrations);
+    const keys = new AccessKeys(knex, await loadOrCreateSecret(config.server.dataDir), openNetworks([]));
+    const show = (k: AccessKeyView) => {
+      out(`${k.id}\t${k.name}\t${k.key ?? 'revoked ' + k.revoked_at}`);
+      if (k.key) for (const url of keyUrls(config, k.key)) out(`    ${url}`);
+    };
+    switch (sub) {
+      case 'create':
+        if (!name) throw new UsageError('access-key create needs a NAME');
+        show(await keys.create(name));
+        return;
+      case 'list':
+        for (const k of await keys.list()) show(k);
+        return;
+      case 'revoke': {
+        if (!name) throw new UsageError('access-key revoke needs a NAME or an ID');
+        const k = await keys.revoke(name);
+        out(`revoked access key ${k.name} (id ${k.id}); a running server closes its streams within a second`);
+        return;
+      }
+      default:
+        throw new UsageError(`unknown access-key command ${sub ?? ''}`.trim());
+    }
+  } finally {
+    await knex.destroy();
+  }
+}
+
 async function pluginsCommand(config: AntennaConfig): Promise<void> {
   const plugins = await loadPlugins(config);
   if (!plugins.length) {
@@ -232,6 +278,7 @@ export async function main(argv: string[]): Promise<number> {
       return -1; // keeps running until a signal
     }
     if (command === 'user') await userCommand(config, rest);
+    else if (command === 'access-key') await accessKeyCommand(config, rest);
     else if (command === 'plugins') await pluginsCommand(config);
     else if (!(await pluginCommand(config, argv))) throw new UsageError(`unknown command: ${argv.join(' ')}`);
     return 0;

@@ -46,6 +46,10 @@ export const ConfigSchema = Type.Object({
     /** A device session unused for this many days expires (0: never). */
     sessionIdleDays: Type.Integer({ default: 90, minimum: 0 }),
   }, { additionalProperties: false, default: {} }),
+  accessKeys: Type.Object({
+    /** Networks (CIDR) served the access-key paths (/hdhr/, /iptv/) without a key. */
+    open: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { default: [], maxItems: 100 }),
+  }, { additionalProperties: false, default: {} }),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   }, { additionalProperties: false, default: {} }),

@@ -75,4 +75,19 @@ export const coreMigrations: Migration[] = [
       for (const u of changed) await knex('users').where({ id: u.id }).update({ username_key: usernameKey(u.username) });
     },
   },
+  {
+    // Keys for the clients that cannot sign in (core/auth/access-keys.ts). The key itself is not
+    // stored: it is derived from the server's secret, the id and the salt.
+    name: '004_access_keys',
+    async up(knex) {
+      await knex.schema.createTable('access_keys', (t) => {
+        t.increments('id').primary();
+        t.string('name', 64).notNullable();
+        t.string('salt', 64).notNullable();
+        t.bigInteger('created_at').notNullable();
+        t.bigInteger('revoked_at').nullable();
+        t.index(['name']);
+      });
+    },
+  },
 ];

@@ -17,7 +17,7 @@
  */
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type {
   ExitInfo,
   FfmpegProcess,
@@ -161,6 +161,7 @@ type Binary = 'ffmpeg' | 'ffprobe';
 class SupervisedProcess implements FfmpegProcess {
   readonly pid: number;
   readonly stdout: Readable | null;
+  readonly inputs: Writable[];
   readonly exited: Promise<ExitInfo>;
   private stopRequested = false;
   private killTimer: NodeJS.Timeout | undefined;
@@ -176,6 +177,9 @@ class SupervisedProcess implements FfmpegProcess {
   ) {
     this.pid = child.pid ?? 0;
     this.stdout = child.stdout ?? null;
+    // A pipe ffmpeg stops reading (it exited) fails writes with EPIPE: the exit is what matters.
+    this.inputs = child.stdio.slice(3).filter((s): s is Writable => !!s && 'write' in s);
+    for (const input of this.inputs) input.on('error', () => {});
     this.tracked = { pid: this.pid, alive: this.pid > 1 };
     this.exited = new Promise<ExitInfo>((resolve) => { this.resolveExit = resolve; });
     void this.exited.then((info) => {
@@ -387,7 +391,7 @@ export class FfmpegSupervisor implements FfmpegService {
     const child = spawnChild(command, argv, {
       cwd: options.cwd,
       detached: true,
-      stdio: ['ignore', options.stdout === 'pipe' ? 'pipe' : 'ignore', 'pipe'],
+      stdio: ['ignore', options.stdout === 'pipe' ? 'pipe' : 'ignore', 'pipe', ...Array.from({ length: options.inputPipes ?? 0 }, () => 'pipe' as const)],
       windowsHide: true,
     });
 

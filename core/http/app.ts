@@ -181,7 +181,7 @@ export async function createHttp(options: {
     transform: ({ schema, url, route }) => {
       const auth = (route.config as { auth?: string } | undefined)?.auth;
       const out: any = { ...(schema as object) };
-      if (auth === 'public') out.security = [];
+      if (auth === 'public' || auth === 'access-key') out.security = [];
       return { schema: out, url };
     },
   });

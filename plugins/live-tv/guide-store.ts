@@ -1,4 +1,4 @@
-import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
+import type { Database, GuideLoadResult, GuideProgramme, GuideSource, LiveGuideProgramme, Logger } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
 import { CONFIDENT_SCORE, GuideMatcher, type Candidate, type GuideEntry, type GuideMatch, type MatchMethod } from './guide-match.js';
 import { programId } from './program-id.js';
@@ -313,6 +313,23 @@ export class GuideStore {
 
   /** Programmes of these channels overlapping [from, to), per channel, by start time. */
   async programsFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, Program[]>> {
+    const out = new Map<number, Program[]>();
+    for (const [channelId, list] of await this.programmeDetails(channelIds, from, to)) {
+      out.set(channelId, list.map((p) => {
+        const program: Program = { id: p.id, title: p.title, start: new Date(p.start).toISOString(), stop: new Date(p.stop).toISOString() };
+        if (p.subTitle) program.sub_title = p.subTitle;
+        if (p.description) program.description = p.description;
+        if (p.categories) program.categories = p.categories;
+        if (p.episodeNum) program.episode_num = p.episodeNum;
+        if (p.icon) program.icon = p.icon;
+        return program;
+      }));
+    }
+    return out;
+  }
+
+  /** The channels' programmes overlapping [from, to), by start, with every detail kept (what the XMLTV output writes). */
+  async programmeDetails(channelIds: number[], from?: number, to?: number): Promise<Map<number, LiveGuideProgramme[]>> {
     const q = this.knex('livetv_channel_guide as m')
       .join('livetv_guide_sources as s', 's.id', 'm.source_id')
       .join('livetv_programs as p', function () {
@@ -323,18 +340,18 @@ export class GuideStore {
     q.whereIn('m.channel_id', channelIds);
     if (from !== undefined) shiftedAfter(q, from);
     if (to !== undefined) shiftedBefore(q, to);
-    const out = new Map<number, Program[]>();
+    const out = new Map<number, LiveGuideProgramme[]>();
     for (const r of await q) {
       const shift = Number(r.shift_ms);
-      const program: Program = { id: Number(r.id), title: r.title, start: new Date(Number(r.start) + shift).toISOString(), stop: new Date(Number(r.stop) + shift).toISOString() };
-      if (r.sub_title) program.sub_title = r.sub_title;
-      if (r.description) program.description = r.description;
-      if (r.categories) program.categories = JSON.parse(r.categories);
-      if (r.episode_num) program.episode_num = r.episode_num;
-      if (r.icon) program.icon = r.icon;
+      const p: LiveGuideProgramme = { id: Number(r.id), title: r.title, start: Number(r.start) + shift, stop: Number(r.stop) + shift };
+      if (r.sub_title) p.subTitle = r.sub_title;
+      if (r.description) p.description = r.description;
+      if (r.categories) p.categories = JSON.parse(r.categories);
+      if (r.episode_num) p.episodeNum = r.episode_num;
+      if (r.icon) p.icon = r.icon;
       let list = out.get(r.channel_id);
       if (!list) out.set(r.channel_id, (list = []));
-      list.push(program);
+      list.push(p);
     }
     return out;
   }

@@ -8,8 +8,9 @@ import { rm, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   coreServices, createServiceRef, dashPackagerService, definePlugin, Duration, errors, guidesExtensionPoint, hlsPackagerService,
-  liveTvService, parseDuration, tunersExtensionPoint, Type, type LiveTvAccess,
+  liveTvService, parseDuration, tunersExtensionPoint, Type, type FfmpegService, type LiveTvAccess, type Logger,
 } from 'antenna/sdk';
+import { openMpegTs } from './live/mpegts.js';
 import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
@@ -155,7 +156,7 @@ export default definePlugin({
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });
-        return { access: accessService(registry, live, sessions), imports: { service: live, registry } };
+        return { access: accessService(registry, live, sessions, { ffmpeg, logger, readyTimeoutMs: parseDuration(readyTimeout) }), imports: { service: live, registry } };
       },
     });
 
@@ -194,21 +195,35 @@ export default definePlugin({
 });
 
 /** The channel, guide and session lookups plugins building on live TV (the DVR) get. */
-function accessService(registry: LiveTvRegistry, service: LiveTvService, sessions: LiveSessions): LiveTvAccess {
+function accessService(
+  registry: LiveTvRegistry, service: LiveTvService, sessions: LiveSessions, ts: { ffmpeg: FfmpegService; logger: Logger; readyTimeoutMs: number },
+): LiveTvAccess {
   const channel = async (id: number) => (await service.channels.current()).byId.get(id);
+  const hold = async (channelId: number, label: string, options?: { viewer?: boolean }) => {
+    const c = await channel(channelId);
+    if (!c) throw errors.notFound(`No channel ${channelId}`);
+    return sessions.hold(c, label, options);
+  };
   return {
     async channel(id) {
       const c = await channel(id);
       const tuner = c && registry.tuners.get(c.tunerId);
       return c && tuner ? { id: c.id, name: c.name, number: c.number, tunerId: tuner.id, tunerName: tuner.name, maxStreams: tuner.maxStreams } : undefined;
     },
+    tuners: () => [...registry.tuners.values()].map((t) => ({ id: t.id, name: t.name, maxStreams: t.maxStreams })),
+    async channels() {
+      const [{ channels }, icons] = await Promise.all([service.channels.current(), service.guide.channelIcons()]);
+      return channels.map((c) => ({
+        id: c.id, number: c.number, name: c.name, tvgId: c.tvgId ?? undefined, logo: c.logo ?? icons.get(c.id) ?? undefined, groups: c.groups,
+      }));
+    },
+    guide: (channelIds, from, to) => service.guide.programmeDetails(channelIds, from, to),
     programme: (channelId, programmeId) => service.guide.program(channelId, programmeId),
     programmes: (channelId, from, to) => service.guide.programmesOf(channelId, from, to),
     guideVersion: () => service.guide.changeKey(),
-    async hold(channelId, label) {
-      const c = await channel(channelId);
-      if (!c) throw errors.notFound(`No channel ${channelId}`);
-      return sessions.hold(c, label);
+    hold,
+    async mpegTs(channelId, { label, signal }) {
+      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal });
     },
   };
 }

@@ -162,3 +162,44 @@ t.test('first-party plugins, when built, add no public route', async (t) => {
   t.ok(pluginRoutes.length > 0, `the plugins' routes were checked: ${names.join(', ')}`);
   if (webRoutes.size) t.comment(`web app routes: ${[...webRoutes].join(', ')}`);
 });
+
+t.test('keyed routes (access-key) answer only an active key, or an open network without one', async (t) => {
+  const host = await createTestHost({ plugins: { hdhomerun: {}, 'iptv-output': {} } });
+  t.teardown(() => host.close());
+  const keyed = routeTable(host.app).filter((r) => r.auth === 'access-key');
+  const urls = keyed.map(key);
+  for (const must of ['GET /hdhr/:key/discover.json', 'GET /hdhr/:key/lineup.json', 'GET /hdhr/:key/auto/:channel', 'POST /hdhr/:key/lineup.post',
+    'GET /hdhr/discover.json', 'GET /iptv/:key/channels.m3u', 'GET /iptv/:key/guide.xml.gz', 'GET /iptv/:key/stream/:file', 'GET /iptv/guide.xml']) {
+    t.ok(urls.includes(must), `${must} is an access-key route`);
+  }
+  t.ok(keyed.every((r) => /^\/(hdhr|iptv)\//.test(r.url)), 'only the client outputs are keyed');
+  t.notOk(urls.includes('HEAD /hdhr/:key/auto/:channel') || urls.includes('HEAD /iptv/:key/stream/:file'), 'a HEAD never tunes a channel');
+  const created = (await host.inject({ method: 'POST', url: '/api/admin/access-keys', headers: host.authHeaders, payload: { name: 'routes' } })).json().access_key;
+  const withKey = (r: RouteEntry, k: string) => r.url.replace(':key', k).replace(':channel', 'v0').replace(':file', '0.ts');
+  const refused = (res: { statusCode: number; body: string; headers: Record<string, any> }, r: RouteEntry, what: string) => {
+    if (r.method === 'HEAD') t.equal(res.statusCode, 401, `${key(r)} ${what}`);
+    else expectError(t, res, 401, undefined, `${key(r)} ${what}`);
+  };
+  for (const r of keyed) {
+    const method = r.method as 'GET';
+    if (!r.url.includes(':key')) {
+      refused(await host.inject({ method, url: withKey(r, '') }), r, 'without a key, not from an open network');
+      refused(await host.inject({ method, url: withKey(r, ''), headers: host.authHeaders }), r, 'with a token and no key');
+      continue;
+    }
+    refused(await host.inject({ method, url: withKey(r, 'garbage') }), r, 'with a wrong key');
+    refused(await host.inject({ method, url: withKey(r, 'garbage'), headers: host.authHeaders }), r, 'with a token: a token is not a key');
+    const res = await host.inject({ method, url: withKey(r, created.key) });
+    t.notOk([401, 403, 500].includes(res.statusCode), `${key(r)} with the key: ${res.statusCode}`);
+  }
+  await host.inject({ method: 'DELETE', url: `/api/admin/access-keys/${created.id}`, headers: host.authHeaders });
+  expectError(t, await host.inject({ method: 'GET', url: `/hdhr/${created.key}/discover.json` }), 401, undefined, 'a revoked key, at once');
+
+  // An open network gets the key-less paths; everyone else a 401 on them.
+  const open = await createTestHost({ plugins: { hdhomerun: {} }, config: { accessKeys: { open: ['127.0.0.0/8'] } } });
+  t.teardown(() => open.close());
+  t.equal((await open.inject({ method: 'GET', url: '/hdhr/discover.json', remoteAddress: '127.0.0.9' })).statusCode, 200, 'open network, no key');
+  expectError(t, await open.inject({ method: 'GET', url: '/hdhr/discover.json', remoteAddress: '192.168.1.4' }), 401, undefined, 'another network');
+  expectError(t, await open.inject({ method: 'GET', url: `/hdhr/${'k'.repeat(32)}/discover.json`, remoteAddress: '127.0.0.9' }), 401, undefined, 'a wrong key is wrong even from an open network');
+  await t.rejects(createTestHost({ plugins: {}, config: { accessKeys: { open: ['10.0.0.0/33'] } } }), /accessKeys\.open\[0\]/, 'a bad network stops start-up, naming it');
+});

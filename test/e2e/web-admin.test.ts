@@ -24,7 +24,7 @@ declare const MutationObserver: any;
 
 t.setTimeout(600_000);
 
-const SCREENS = ['users', 'libraries', 'sources', 'settings', 'jobs', 'logs'];
+const SCREENS = ['users', 'libraries', 'sources', 'access-keys', 'settings', 'jobs', 'logs'];
 
 /** Presses Tab until the focused element's name matches (its label, text or aria-label); the names passed on the way. */
 async function tabTo(page: Page, name: RegExp, max = 60): Promise<string[]> {
@@ -195,6 +195,26 @@ auth:
     for (const name of ['Harbour News', 'Valley Sport', 'Kids Corner']) await page.getByText(name).first().waitFor();
     t.pass('the channels are on the Live TV page');
     await shot('live-after-playlist');
+  });
+
+  await t.test('create an access key, see its URLs, revoke it', async (t) => {
+    await app.open('/admin/sources');
+    await page.getByRole('link', { name: 'Access keys' }).click();
+    const form = page.getByRole('form', { name: 'New access key' });
+    await form.getByLabel('Name').fill('living-room');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const card = page.getByRole('listitem', { name: 'living-room' });
+    await card.waitFor();
+    const keys = (await host.inject({ method: 'GET', url: '/api/admin/access-keys', headers: host.authHeaders })).json().access_keys;
+    const key = keys.find((k: { name: string }) => k.name === 'living-room').key as string;
+    for (const url of [`/hdhr/${key}/`, `/iptv/${key}/channels.m3u`, `/iptv/${key}/guide.xml.gz`]) await card.getByText(url, { exact: false }).waitFor();
+    t.pass('the tuner, playlist and guide URLs are shown with the key');
+    await shot('admin-access-keys');
+    await card.getByRole('button', { name: /^Revoke/ }).click();
+    await page.getByRole('button', { name: 'Yes, revoke' }).click();
+    await card.waitFor({ state: 'detached' });
+    const after = (await host.inject({ method: 'GET', url: '/api/admin/access-keys', headers: host.authHeaders })).json().access_keys;
+    t.match(after.find((k: { name: string }) => k.name === 'living-room'), { key: null }, 'revoked');
   });
 
   await t.test('edit settings: the file keeps its comments; what needs a restart says so', async (t) => {

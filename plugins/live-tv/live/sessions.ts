@@ -152,11 +152,16 @@ export class LiveSessions {
    * holder keeps gives way (a recording comes before live viewing). Does not wait for the
    * stream: the holder is told of each segment as it finishes.
    */
-  async hold(channel: Channel, label: string): Promise<LiveHold> {
+  async hold(channel: Channel, label: string, options: { viewer?: boolean } = {}): Promise<LiveHold> {
     const tuner = this.registry.tuners.get(channel.tunerId);
     if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
     const key = `live:${channel.id}`;
     let job = this.jobs.get<LiveSession>(key);
+    if (!job && options.viewer) {
+      if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
+      // A client of another protocol (HDHomeRun's MPEG-TS) has no user: its session's transcode counts as the system's.
+      job = this.startInSlot(key, channel, tuner, 'system');
+    }
     while (!job) {
       const used = this.usedSlots(tuner);
       if (used.size < tuner.maxStreams) {
@@ -173,7 +178,9 @@ export class LiveSessions {
       job = this.jobs.get<LiveSession>(key);
     }
     const held = job;
-    this.holders.set(channel.id, (this.holders.get(channel.id) ?? 0) + 1);
+    // A viewer's hold keeps the session running but does not shield it from a recording.
+    const holder = !options.viewer;
+    if (holder) this.holders.set(channel.id, (this.holders.get(channel.id) ?? 0) + 1);
     // A held session is touched like a watched one, so it never reaches its idle timeout.
     const keepAlive = setInterval(() => held.touch(), Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 2)));
     keepAlive.unref();
@@ -184,9 +191,11 @@ export class LiveSessions {
       released = true;
       clearInterval(keepAlive);
       for (const stop of subscriptions) stop();
-      const n = (this.holders.get(channel.id) ?? 1) - 1;
-      if (n > 0) this.holders.set(channel.id, n);
-      else this.holders.delete(channel.id);
+      if (holder) {
+        const n = (this.holders.get(channel.id) ?? 1) - 1;
+        if (n > 0) this.holders.set(channel.id, n);
+        else this.holders.delete(channel.id);
+      }
       held.touch(); // viewers (or the idle timeout) decide from here
     };
     const ended = held.done.then(() => release());

@@ -9,6 +9,7 @@ import type { FunctionComponent } from 'preact';
 import { href } from '../../router.js';
 import { useTitle } from '../../ui.js';
 import { ChannelsScreen } from './channels.js';
+import { AccessKeysScreen } from './access-keys.js';
 import { JobsScreen } from './jobs.js';
 import { LibrariesScreen } from './libraries.js';
 import { LogsScreen } from './logs.js';
@@ -28,6 +29,7 @@ export const SCREENS: AdminScreen[] = [
   { path: 'libraries', label: 'Libraries', view: LibrariesScreen },
   { path: 'sources', label: 'Live TV sources', view: SourcesScreen },
   { path: 'channels', label: 'Channels', view: ChannelsScreen },
+  { path: 'access-keys', label: 'Access keys', view: AccessKeysScreen },
   { path: 'settings', label: 'Settings', view: SettingsScreen },
   { path: 'jobs', label: 'Jobs & tasks', view: JobsScreen },
   { path: 'logs', label: 'Logs', view: LogsScreen },
