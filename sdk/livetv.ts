@@ -98,8 +98,19 @@ export interface GuideProgramme {
   subTitle?: string;
   description?: string;
   categories?: string[];
+  /** The `<episode-num>` people read best (onscreen, else xmltv_ns, else the first). */
   episodeNum?: string;
   icon?: string;
+  /** Every `<episode-num>` in file order, whatever its system (xmltv_ns, onscreen, dd_progid…). Since SDK 1.2. */
+  episodeNums?: { system: string; value: string }[];
+  /** `<new/>`: a first showing. Since SDK 1.2. */
+  isNew?: boolean;
+  /** `<premiere>`. Since SDK 1.2. */
+  premiere?: boolean;
+  /** `<previously-shown>`, with its `start` (ms) when given. Since SDK 1.2. */
+  previouslyShown?: { start?: number };
+  /** `<live/>`. Since SDK 1.2. */
+  live?: boolean;
 }
 
 /** Where a guide source delivers what it reads. Batches keep memory flat on huge guides. */

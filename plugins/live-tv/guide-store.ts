@@ -1,5 +1,6 @@
 import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
+import { AIRING_LIVE, AIRING_NEW, AIRING_REPEAT, episodeInfo, TitleFolder } from './episode.js';
 import { programId } from './program-id.js';
 import { insertRows, isSqlite } from './sql.js';
 import { fold } from './text.js';
@@ -14,20 +15,55 @@ export interface Program {
   categories?: string[];
   episode_num?: string;
   icon?: string;
+  season: number | null;
+  episode: number | null;
+  episode_title: string | null;
+  is_new: boolean;
+  is_repeat: boolean;
+  is_live: boolean;
+  series_key: string | null;
 }
 
 export interface StoredProgram { id: number; channelId: number; title: string; start: number; stop: number }
 
-const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon'];
+const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon',
+  'episode_nums', 'marks', 'previously_shown', 'season', 'episode', 'airing', 'title_key', 'series_key', 'episode_key'];
+/** The columns programsFor reads. */
+const PROGRAM_SELECT = ['p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon', 'p.season', 'p.episode', 'p.airing', 'p.series_key'];
 
 // = new Date(ms).toISOString() for years 0000-9999 (checked on 400,000 values); cheaper than strftime.
 const isoTime = (column: string) => `replace(datetime(${column} / 1000.0, 'unixepoch', 'subsec'), ' ', 'T') || 'Z'`;
+const flag = (bit: number) => `CASE WHEN (p.airing & ${bit}) <> 0 THEN 'true' ELSE 'false' END`;
 const optionalKey = (key: string, value: string) => `CASE WHEN p.${key} <> '' THEN ',"${key}":' || ${value} ELSE '' END`;
 /** SQL for one programme (table alias p) as the JSON the API's Program schema serializes to. */
 const PROGRAM_JSON_SQL = `'{"id":' || p.id || ',"title":' || json_quote(p.title) || ',"start":"' || ${isoTime('p.start')} || '","stop":"' || ${isoTime('p.stop')} || '"'` +
   ` || ${optionalKey('sub_title', 'json_quote(p.sub_title)')} || ${optionalKey('description', 'json_quote(p.description)')}` +
   ` || ${optionalKey('categories', 'json(p.categories)')} || ${optionalKey('episode_num', 'json_quote(p.episode_num)')}` +
-  ` || ${optionalKey('icon', 'json_quote(p.icon)')} || '}'`;
+  ` || ${optionalKey('icon', 'json_quote(p.icon)')}` +
+  ` || ',"season":' || coalesce(p.season, 'null') || ',"episode":' || coalesce(p.episode, 'null')` +
+  ` || ',"episode_title":' || CASE WHEN p.sub_title <> '' THEN json_quote(p.sub_title) ELSE 'null' END` +
+  ` || ',"is_new":' || ${flag(AIRING_NEW)} || ',"is_repeat":' || ${flag(AIRING_REPEAT)} || ',"is_live":' || ${flag(AIRING_LIVE)}` +
+  ` || ',"series_key":' || CASE WHEN p.series_key IS NULL THEN 'null' ELSE json_quote(p.series_key) END || '}'`;
+
+/** A programme row as the API's Program (programsFor; PROGRAM_JSON_SQL writes the same JSON). */
+function programOf(r: any): Program {
+  const airing = Number(r.airing);
+  return {
+    id: Number(r.id), title: r.title, start: new Date(Number(r.start)).toISOString(), stop: new Date(Number(r.stop)).toISOString(),
+    ...(r.sub_title ? { sub_title: r.sub_title } : {}),
+    ...(r.description ? { description: r.description } : {}),
+    ...(r.categories ? { categories: JSON.parse(r.categories) } : {}),
+    ...(r.episode_num ? { episode_num: r.episode_num } : {}),
+    ...(r.icon ? { icon: r.icon } : {}),
+    season: r.season === null ? null : Number(r.season),
+    episode: r.episode === null ? null : Number(r.episode),
+    episode_title: r.sub_title || null,
+    is_new: (airing & AIRING_NEW) !== 0,
+    is_repeat: (airing & AIRING_REPEAT) !== 0,
+    is_live: (airing & AIRING_LIVE) !== 0,
+    series_key: r.series_key ?? null,
+  };
+}
 
 /**
  * The guide grid asks, again and again, for the same few hours ("now to +6 h") of the same
@@ -118,13 +154,17 @@ export class GuideStore {
       storing = insertRows(knex, 'livetv_programs', PROGRAM_COLUMNS, batch);
       storing.catch(() => {}); // awaited by the next store(); not an unhandled rejection meanwhile
     };
+    const titles = new TitleFolder();
     const write = async (batch: GuideProgramme[]) => {
       for (const p of batch) {
         if (!channels.has(p.channel)) channels.set(p.channel, { names: [] });
+        const e = episodeInfo(p, titles);
         rows.push([ // PROGRAM_COLUMNS
           programId(source.id, p.channel, p.start), source.id, generation, p.channel,
           p.start, p.stop, p.title, p.subTitle ?? null, p.description ?? null,
           p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
+          p.episodeNums?.length ? JSON.stringify(p.episodeNums.map((n) => [n.system, n.value])) : null, e.marks,
+          p.previouslyShown?.start ?? null, e.season, e.episode, e.airing, titles.fold(p.title), e.seriesKey, e.episodeKey,
         ]);
       }
       if (rows.length >= PROGRAMS_PER_INSERT) await store();
@@ -279,19 +319,14 @@ export class GuideStore {
       .join('livetv_programs as p', function () {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
       })
-      .select('m.channel_id', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon')
+      .select('m.channel_id', ...PROGRAM_SELECT)
       .orderBy([{ column: 'm.channel_id' }, { column: 'p.start' }]);
     q.whereIn('m.channel_id', channelIds);
     if (from !== undefined) q.where('p.stop', '>', from);
     if (to !== undefined) q.where('p.start', '<', to);
     const out = new Map<number, Program[]>();
     for (const r of await q) {
-      const program: Program = { id: Number(r.id), title: r.title, start: new Date(Number(r.start)).toISOString(), stop: new Date(Number(r.stop)).toISOString() };
-      if (r.sub_title) program.sub_title = r.sub_title;
-      if (r.description) program.description = r.description;
-      if (r.categories) program.categories = JSON.parse(r.categories);
-      if (r.episode_num) program.episode_num = r.episode_num;
-      if (r.icon) program.icon = r.icon;
+      const program = programOf(r);
       let list = out.get(r.channel_id);
       if (!list) out.set(r.channel_id, (list = []));
       list.push(program);
