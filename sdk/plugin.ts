@@ -97,7 +97,7 @@ export interface PluginDefinition<S extends TSchema = TSchema> {
 }
 
 /** The SDK version this copy implements; a plugin's `host` range must accept it. */
-export const SDK_VERSION = '1.1.0';
+export const SDK_VERSION = '1.2.0';
 
 const ID = /^[a-z0-9][a-z0-9._-]*$/;
 

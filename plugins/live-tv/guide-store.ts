@@ -1,4 +1,4 @@
-import type { Database, GuideLoadResult, GuideProgramme, GuideSource, Logger } from 'antenna/sdk';
+import type { AiringMatch, Database, GuideLoadResult, GuideProgramme, GuideSource, LiveProgramme, Logger, MatchedAiring } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
 import { AIRING_LIVE, AIRING_NEW, AIRING_REPEAT, episodeInfo, TitleFolder } from './episode.js';
 import { programId } from './program-id.js';
@@ -24,7 +24,7 @@ export interface Program {
   series_key: string | null;
 }
 
-export interface StoredProgram { id: number; channelId: number; title: string; start: number; stop: number }
+export type StoredProgram = LiveProgramme;
 
 const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon',
   'episode_nums', 'marks', 'previously_shown', 'season', 'episode', 'airing', 'title_key', 'series_key', 'episode_key'];
@@ -44,6 +44,19 @@ const PROGRAM_JSON_SQL = `'{"id":' || p.id || ',"title":' || json_quote(p.title)
   ` || ',"episode_title":' || CASE WHEN p.sub_title <> '' THEN json_quote(p.sub_title) ELSE 'null' END` +
   ` || ',"is_new":' || ${flag(AIRING_NEW)} || ',"is_repeat":' || ${flag(AIRING_REPEAT)} || ',"is_live":' || ${flag(AIRING_LIVE)}` +
   ` || ',"series_key":' || CASE WHEN p.series_key IS NULL THEN 'null' ELSE json_quote(p.series_key) END || '}'`;
+
+/** What LiveProgramme carries of a programme row (with m.channel_id). */
+const AIRING_SELECT = ['p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.season', 'p.episode', 'p.airing', 'p.series_key', 'p.episode_key'];
+
+function airingOf(r: any): LiveProgramme {
+  const airing = Number(r.airing);
+  return {
+    id: Number(r.id), channelId: Number(r.channel_id), title: r.title, start: Number(r.start), stop: Number(r.stop),
+    episodeTitle: r.sub_title || null, season: r.season === null ? null : Number(r.season), episode: r.episode === null ? null : Number(r.episode),
+    isNew: (airing & AIRING_NEW) !== 0, isRepeat: (airing & AIRING_REPEAT) !== 0, isLive: (airing & AIRING_LIVE) !== 0,
+    seriesKey: r.series_key ?? null, episodeKey: r.episode_key ?? null,
+  };
+}
 
 /** A programme row as the API's Program (programsFor; PROGRAM_JSON_SQL writes the same JSON). */
 function programOf(r: any): Program {
@@ -493,28 +506,71 @@ export class GuideStore {
     return `${version?.value ?? ''}|${sources.map((s: { id: string; generation: unknown }) => `${s.id}:${s.generation}`).join(',')}`;
   }
 
-  /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
-  async programmesOf(channelId: number, from: number, to: number): Promise<StoredProgram[]> {
-    const rows = await this.knex('livetv_channel_guide as m')
+  /** Current programmes of mapped channels (table aliases m, s, p). */
+  private current() {
+    return this.knex('livetv_channel_guide as m')
       .join('livetv_guide_sources as s', 's.id', 'm.source_id')
       .join('livetv_programs as p', function () {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
-      })
-      .where('m.channel_id', channelId).where('p.stop', '>', from).where('p.start', '<', to)
-      .orderBy('p.start')
-      .select('p.id', 'p.title', 'p.start', 'p.stop');
-    return rows.map((r) => ({ id: Number(r.id), channelId, title: r.title, start: Number(r.start), stop: Number(r.stop) }));
+      });
+  }
+
+  /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
+  async programmesOf(channelId: number, from: number, to: number): Promise<StoredProgram[]> {
+    const rows = await this.current().where('m.channel_id', channelId).where('p.stop', '>', from).where('p.start', '<', to)
+      .orderBy('p.start').select('m.channel_id', ...AIRING_SELECT);
+    return rows.map(airingOf);
   }
 
   /** One programme on one channel (what the DVR records). */
   async program(channelId: number, id: number): Promise<StoredProgram | undefined> {
-    const r = await this.knex('livetv_channel_guide as m')
-      .join('livetv_guide_sources as s', 's.id', 'm.source_id')
-      .join('livetv_programs as p', function () {
-        this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
-      })
-      .where({ 'm.channel_id': channelId, 'p.id': id })
-      .first('p.id', 'p.title', 'p.start', 'p.stop');
-    return r ? { id: Number(r.id), channelId, title: r.title, start: Number(r.start), stop: Number(r.stop) } : undefined;
+    const r = await this.current().where({ 'm.channel_id': channelId, 'p.id': id }).first('m.channel_id', ...AIRING_SELECT);
+    return r ? airingOf(r) : undefined;
+  }
+
+  /**
+   * Programmes of mapped channels overlapping [from, to) that any of `matches` picks, by start:
+   * one scan of the current programmes, which compares stored keys (title_key, series_key) and,
+   * for keywords, lower-cased texts; regular expressions are tried on the distinct titles first.
+   */
+  async findAirings(matches: readonly AiringMatch[], from: number, to: number): Promise<MatchedAiring[]> {
+    const byTitle = new Map<string, number[]>();
+    const bySeries = new Map<string, number[]>();
+    const keywords: [string, number][] = [];
+    const patterns: [RegExp, number][] = [];
+    const add = (map: Map<string, number[]>, key: string, i: number) => { const l = map.get(key); if (l) l.push(i); else map.set(key, [i]); };
+    matches.forEach((m, i) => {
+      if ('title' in m) add(byTitle, fold(m.title), i);
+      else if ('seriesId' in m) add(bySeries, `dd:${m.seriesId.trim()}`, i);
+      else if ('keyword' in m) keywords.push([m.keyword.toLowerCase(), i]);
+      else {
+        try { patterns.push([new RegExp(m.regex, 'iu'), i]); } catch { /* picks nothing */ }
+      }
+    });
+    const byRawTitle = new Map<string, number[]>();
+    if (patterns.length) {
+      const titles = await this.current().where('p.stop', '>', from).where('p.start', '<', to).distinct('p.title');
+      for (const { title } of titles as { title: string }[]) for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
+    }
+    if (!byTitle.size && !bySeries.size && !keywords.length && !byRawTitle.size) return [];
+    const out: MatchedAiring[] = [];
+    const q = this.current().where('p.stop', '>', from).where('p.start', '<', to).where((w) => {
+      for (const [column, map] of [['p.title_key', byTitle], ['p.series_key', bySeries], ['p.title', byRawTitle]] as const) {
+        const keys = [...map.keys()];
+        for (let i = 0; i < keys.length; i += IN_CHUNK) w.orWhereIn(column, keys.slice(i, i + IN_CHUNK));
+      }
+      for (const [k] of keywords) {
+        const like = `%${k.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+        w.orWhereRaw(`lower(p.title) LIKE ? ESCAPE '\\'`, [like]).orWhereRaw(`lower(p.sub_title) LIKE ? ESCAPE '\\'`, [like]);
+      }
+    }).orderBy([{ column: 'p.start' }, { column: 'm.channel_id' }]).select('m.channel_id', 'p.title_key', ...AIRING_SELECT);
+    for (const r of await q) {
+      const found = new Set<number>([...(byTitle.get(r.title_key) ?? []), ...(bySeries.get(r.series_key) ?? []), ...(byRawTitle.get(r.title) ?? [])]);
+      const title = String(r.title).toLowerCase();
+      const sub = r.sub_title ? String(r.sub_title).toLowerCase() : '';
+      for (const [k, i] of keywords) if (title.includes(k) || sub.includes(k)) found.add(i);
+      if (found.size) out.push({ ...airingOf(r), matches: [...found].sort((a, b) => a - b) });
+    }
+    return out;
   }
 }

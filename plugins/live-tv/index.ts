@@ -175,6 +175,10 @@ function accessService(registry: LiveTvRegistry, service: LiveTvService, session
     programme: (channelId, programmeId) => service.guide.program(channelId, programmeId),
     programmes: (channelId, from, to) => service.guide.programmesOf(channelId, from, to),
     guideVersion: () => service.guide.changeKey(),
+    async findAirings(matches, from, to) {
+      const present = (await service.channels.current()).byId;
+      return (await service.guide.findAirings(matches, from, to)).filter((a) => present.has(a.channelId));
+    },
     async hold(channelId, label) {
       const c = await channel(channelId);
       if (!c) throw errors.notFound(`No channel ${channelId}`);
