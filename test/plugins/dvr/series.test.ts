@@ -238,6 +238,36 @@ t.test('series rules', async (t) => {
     t.equal((await ofRule(acme)).filter((r) => r.status === 'scheduled').length, 6, 'scheduled ones do not count');
   });
 
+  t.test('recordings browse as series, seasons and episodes', async (t) => {
+    const knex = host.host.knex;
+    const add = async (title: string, seriesKey: string | null, season: number | null, episode: number | null, day: number) => {
+      const start = at(day, 21);
+      const [row] = await knex('dvr_recordings').insert({
+        channel_id: channelId.get('c2'), program_id: 5000 + day, tuner_id: 'm3u:Main', title, start, stop: start + HOUR, status: 'completed',
+        size_bytes: 10, duration: 3600, gaps: '[]', dir: path.join(recordings, `x${day}`), created_by: 1, created_at: start,
+        series_key: seriesKey, season, episode, episode_key: `browse-${day}`,
+      }).returning('id');
+      return `rec-${Number(typeof row === 'object' ? row.id : row)}`;
+    };
+    const s1e2 = await add('Show', 't:show', 1, 2, -20);
+    const s1e1 = await add('Show', 't:show', 1, 1, -19); // recorded later, watched first
+    const s2e1 = await add('Show', 't:show', 2, 1, -18);
+    const film = await add('A Film', null, null, null, -17);
+    const library = (await ok('GET', '/libraries')).libraries.find((l: any) => l.name === 'Recordings');
+    const top = (await ok('GET', `/library/${library.id}`)).items;
+    const series = top.find((i: any) => i.type === 'series' && i.title === 'Show');
+    t.match(series, { child_count: 2, season_number: null }, 'a series with its two seasons');
+    t.ok(top.some((i: any) => i.id === film && i.type === 'recording'), 'a recording of no series stays at the top');
+    t.notOk(top.some((i: any) => [s1e1, s1e2, s2e1].includes(i.id)), 'episodes are inside their series');
+    const seasons = (await ok('GET', `/item/${series.id}`)).children;
+    t.strictSame(seasons.map((s: any) => [s.type, s.title, s.season_number, s.child_count]), [['season', 'Season 1', 1, 2], ['season', 'Season 2', 2, 1]]);
+    const season1 = await ok('GET', `/item/${seasons[0].id}`);
+    t.equal(season1.parent_id, series.id);
+    t.strictSame(season1.children.map((e: any) => [e.id, e.episode_number]), [[s1e1, 1], [s1e2, 2]], 'episodes in order');
+    expectError(t, await req('GET', `/item/${series.id.slice(0, -1)}x`), 404);
+    await knex('dvr_recordings').where('episode_key', 'like', 'browse-%').delete();
+  });
+
   t.test('rules and their schedule survive a restart', async (t) => {
     const before = await ok('GET', '/recordings');
     const rules = (await ok('GET', '/api/dvr/rules')).rules;
