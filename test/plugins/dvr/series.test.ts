@@ -224,17 +224,24 @@ t.test('series rules', async (t) => {
       }).returning('id');
       const id = Number(typeof row === 'object' ? row.id : row);
       const recDir = path.join(recordings, String(id));
-      await mkdir(path.join(recDir, 'part-0'), { recursive: true });
-      await writeFile(path.join(recDir, 'part-0', 'video-00001.mp4'), 'media');
+      await mkdir(path.join(recDir, 'p0'), { recursive: true });
+      await writeFile(path.join(recDir, 'p0', 'video-00001.mp4'), 'media');
       await knex('dvr_recordings').where({ id }).update({ dir: recDir });
       made.push(id);
     }
+    // The oldest is being played: its media was just asked for.
+    const segment = await req('GET', `/watch/recording/${made[0]}/s/0/video-00001.mp4`);
+    t.equal(segment.statusCode, 200, 'a segment of the oldest is played');
     await ok('PATCH', `/api/dvr/rules/${acme}`, { keep: { latest: 2 } });
     const left = (await ofRule(acme)).filter((r) => r.status === 'completed').map((r) => r.id);
-    t.strictSame(left, [made[1], made[2]], 'the watched one went first, then the oldest');
-    t.notOk(existsSync(path.join(recordings, String(made[0]))), 'its files are gone');
+    t.strictSame(left, [made[0], made[2]], 'the watched one went first, then the oldest not being played');
+    t.notOk(existsSync(path.join(recordings, String(made[1]))), 'its files are gone');
     t.notOk(existsSync(path.join(recordings, String(made[3]))));
-    t.ok(existsSync(path.join(recordings, String(made[1]), 'part-0', 'video-00001.mp4')), 'the kept ones keep theirs');
+    t.ok(existsSync(path.join(recordings, String(made[0]), 'p0', 'video-00001.mp4')), 'the kept ones keep theirs');
+    now += 10 * 60_000; // no longer played: the limit takes it at the next evaluation
+    await ok('PATCH', `/api/dvr/rules/${acme}`, { keep: { latest: 1 } });
+    t.strictSame((await ofRule(acme)).filter((r) => r.status === 'completed').map((r) => r.id), [made[2]], 'then the oldest goes');
+    await ok('PATCH', `/api/dvr/rules/${acme}`, { keep: { latest: 2 } });
     t.equal((await ofRule(acme)).filter((r) => r.status === 'scheduled').length, 6, 'scheduled ones do not count');
   });
 
