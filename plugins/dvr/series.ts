@@ -87,18 +87,19 @@ export function plan(input: PlanInput): PlannedEntry[] {
     }
   }
 
-  const ruleIndex = new Map(rules.map((r, i) => [r, i]));
+  // Each rule's airings, by start (airings come by start): one pass over the airings.
+  const ofRule = new Map<Rule, MatchedAiring[]>(rules.map((r) => [r, []]));
+  for (const a of airings) if (a.start > now) for (const i of a.matches) ofRule.get(rules[i])?.push(a);
   const ranked = [...rules].sort((a, b) => b.priority - a.priority || a.id - b.id);
   const out: PlannedEntry[] = [];
   const taken = new Set(done);
   for (const rule of ranked) {
-    const index = ruleIndex.get(rule)!;
     const cancelled = skipped.get(rule.id);
     const mine = rows.get(rule.id);
     // This rule's episodes, each with its airings by time (airings come by start).
     const episodes = new Map<string, LiveProgramme[]>();
-    for (const a of airings) {
-      if (a.start <= now || !a.matches.includes(index) || !wanted(rule, a)) continue;
+    for (const a of ofRule.get(rule)!) {
+      if (!wanted(rule, a)) continue;
       const key = episodeIdentity(a);
       if (taken.has(key) || cancelled?.has(key) || cancelled?.has(`airing:${a.channelId}:${a.id}`)) continue;
       const list = episodes.get(key);

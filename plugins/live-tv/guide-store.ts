@@ -530,8 +530,9 @@ export class GuideStore {
 
   /**
    * Programmes of mapped channels overlapping [from, to) that any of `matches` picks, by start:
-   * one scan of the current programmes, which compares stored keys (title_key, series_key) and,
-   * for keywords, lower-cased texts; regular expressions are tried on the distinct titles first.
+   * one scan of the current programmes comparing stored keys (title_key, series_key) and texts.
+   * Keywords and regular expressions are tried on the distinct titles (and episode titles) first,
+   * in JavaScript: SQL would lower-case every programme's texts once per keyword.
    */
   async findAirings(matches: readonly AiringMatch[], from: number, to: number): Promise<MatchedAiring[]> {
     const byTitle = new Map<string, number[]>();
@@ -548,27 +549,33 @@ export class GuideStore {
       }
     });
     const byRawTitle = new Map<string, number[]>();
-    if (patterns.length) {
-      const titles = await this.current().where('p.stop', '>', from).where('p.start', '<', to).distinct('p.title');
-      for (const { title } of titles as { title: string }[]) for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
+    const bySubTitle = new Map<string, number[]>();
+    const distinct = async (column: string) => (await this.current().where('p.stop', '>', from).where('p.start', '<', to).whereNotNull(column)
+      .distinct(`${column} as text`)).map((r: { text: string }) => r.text);
+    if (patterns.length || keywords.length) {
+      for (const title of await distinct('p.title')) {
+        const lower = title.toLowerCase();
+        for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
+        for (const [k, i] of keywords) if (lower.includes(k)) add(byRawTitle, title, i);
+      }
     }
-    if (!byTitle.size && !bySeries.size && !keywords.length && !byRawTitle.size) return [];
+    if (keywords.length) {
+      for (const sub of await distinct('p.sub_title')) {
+        const lower = sub.toLowerCase();
+        for (const [k, i] of keywords) if (lower.includes(k)) add(bySubTitle, sub, i);
+      }
+    }
+    if (!byTitle.size && !bySeries.size && !byRawTitle.size && !bySubTitle.size) return [];
     const out: MatchedAiring[] = [];
     const q = this.current().where('p.stop', '>', from).where('p.start', '<', to).where((w) => {
-      for (const [column, map] of [['p.title_key', byTitle], ['p.series_key', bySeries], ['p.title', byRawTitle]] as const) {
+      for (const [column, map] of [['p.title_key', byTitle], ['p.series_key', bySeries], ['p.title', byRawTitle], ['p.sub_title', bySubTitle]] as const) {
         const keys = [...map.keys()];
         for (let i = 0; i < keys.length; i += IN_CHUNK) w.orWhereIn(column, keys.slice(i, i + IN_CHUNK));
       }
-      for (const [k] of keywords) {
-        const like = `%${k.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        w.orWhereRaw(`lower(p.title) LIKE ? ESCAPE '\\'`, [like]).orWhereRaw(`lower(p.sub_title) LIKE ? ESCAPE '\\'`, [like]);
-      }
     }).orderBy([{ column: 'p.start' }, { column: 'm.channel_id' }]).select('m.channel_id', 'p.title_key', ...AIRING_SELECT);
     for (const r of await q) {
-      const found = new Set<number>([...(byTitle.get(r.title_key) ?? []), ...(bySeries.get(r.series_key) ?? []), ...(byRawTitle.get(r.title) ?? [])]);
-      const title = String(r.title).toLowerCase();
-      const sub = r.sub_title ? String(r.sub_title).toLowerCase() : '';
-      for (const [k, i] of keywords) if (title.includes(k) || sub.includes(k)) found.add(i);
+      const found = new Set<number>([...(byTitle.get(r.title_key) ?? []), ...(bySeries.get(r.series_key) ?? []), ...(byRawTitle.get(r.title) ?? []),
+        ...(r.sub_title ? bySubTitle.get(r.sub_title) ?? [] : [])]);
       if (found.size) out.push({ ...airingOf(r), matches: [...found].sort((a, b) => a - b) });
     }
     return out;

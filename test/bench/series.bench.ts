@@ -2,8 +2,8 @@
  * Series rules figures.
  *
  * 1. Evaluation at scale: a generated 2,000-channel × 14-day guide imported into a real core
- *    (SQLite, in process), 500 rules (titles taken from the guide, keywords, regular
- *    expressions; all, new or new-or-unknown airings) stored, then one evaluation of them all,
+ *    (SQLite, in process), 500 rules stored (titles of the guide airing 2 to 40 times, some
+ *    as keywords or regular expressions; all, new or new-or-unknown airings), then one evaluation of them all,
  *    timed through POST /api/dvr/rules (the 501st rule: the route evaluates every rule), and a
  *    second one (PATCH, nothing changed: idempotent). Target ≤ 2 s.
  * 2. A simulated week of a 50-rule household on one source with 2 streams: the planner
@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { MatchedAiring } from '../../sdk/livetv.js';
 import { createTestHost } from '../../sdk/testing.js';
+import { createLogger } from '../../core/logging/logger.js';
 import type { Recording } from '../../plugins/dvr/model.js';
 import { defaultSpec, type Rule } from '../../plugins/dvr/rules.js';
 import { episodeIdentity, plan, replannable, wanted } from '../../plugins/dvr/series.js';
@@ -50,6 +51,7 @@ export async function evaluation(): Promise<Record<string, unknown>> {
     await generateGuidePlaylist(playlist, CHANNELS);
     const i0 = Date.now();
     const host = await createTestHost({
+      logger: createLogger({ level: 'error', output: 'json' }).logger, // a failure says why
       dataDir: path.join(dir, 'data'),
       clock: { now: () => begin + HOUR },
       plugins: {
@@ -62,8 +64,9 @@ export async function evaluation(): Promise<Record<string, unknown>> {
     const importSeconds = (Date.now() - i0) / 1000;
     try {
       const knex = host.host.knex;
-      // Rules as a household would make them: titles of the guide (a few airings each, or many), keywords, patterns.
-      const titles = (await knex('livetv_programs').distinct('title').limit(20_000)).map((r: { title: string }) => r.title);
+      // Rules as a household makes them, for series: titles airing 2 to 40 times in the fortnight, a few as keywords or patterns.
+      const titles = (await knex('livetv_programs').groupBy('title').havingBetween(knex.raw('count(*)') as never, [2, 40]).limit(20_000).select('title'))
+        .map((r: { title: string }) => r.title);
       const rnd = mulberry32(29);
       const pick = <T>(list: T[]) => list[Math.floor(rnd() * list.length)];
       const airings = ['all', 'new', 'new-or-unknown'] as const;
@@ -72,8 +75,8 @@ export async function evaluation(): Promise<Record<string, unknown>> {
         const spec = { ...defaultSpec(60, 120), airings: pick([...airings]), priority: Math.floor(rnd() * 3), keep: rnd() < 0.5 ? { latest: 5 } : null };
         const kind = rnd();
         if (kind < 0.9) spec.title = pick(titles);
-        else if (kind < 0.96) spec.keyword = pick(titles).split(' ')[0].toLowerCase();
-        else spec.regex = `^${pick(titles).split(' ')[0]}\\b`;
+        else if (kind < 0.96) spec.keyword = pick(titles).toLowerCase();
+        else spec.regex = `^${pick(titles).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
         rows.push({ spec: JSON.stringify(spec), created_by: 1, created_at: begin });
       }
       await knex.batchInsert('dvr_rules', rows, 100);
