@@ -3,6 +3,7 @@
  * streams over the recording's window), starts them on time through the core
  * scheduler (a persisted task per scheduled recording), follows guide changes
  * before they start, resumes running ones at start and cancels or deletes them.
+ * Series rules (rules.ts) are evaluated here too: series.ts plans, evaluateNow applies.
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
