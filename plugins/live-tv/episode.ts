@@ -108,14 +108,14 @@ export function episodeInfo(p: GuideProgramme, folder: TitleFolder): EpisodeInfo
   if (season === null && episode === null && onscreen !== undefined) ({ season, episode } = fromOnscreen(onscreen));
   const title = folder.fold(p.title);
   const seriesKey = ddSeries !== undefined ? `dd:${ddSeries}` : `t:${title}`;
-  const subTitle = p.subTitle ? fold(p.subTitle) : '';
-  const description = p.description ? fold(p.description) : '';
-  // The identity order of the issue: dd_progid episode id, (series, season, episode), (title, episode title), description.
-  const identity = ddEpisode !== undefined ? `dd:${ddEpisode}`
-    : episode !== null ? `se:${seriesKey}\n${season ?? ''}\n${episode}`
-      : subTitle && subTitle !== title ? `te:${title}\n${subTitle}`
-        : description ? `d:${title}\n${description}`
-          : null;
+  // The identity order of the issue: dd_progid episode id, (series, season, episode), (title, episode title), description
+  // (folded only when needed: folding every description would cost an import seconds).
+  let identity: string | null = ddEpisode !== undefined ? `dd:${ddEpisode}` : episode !== null ? `se:${seriesKey}\n${season ?? ''}\n${episode}` : null;
+  if (identity === null && p.subTitle) {
+    const subTitle = fold(p.subTitle);
+    if (subTitle && subTitle !== title) identity = `te:${title}\n${subTitle}`;
+  }
+  if (identity === null && p.description) identity = `d:${title}\n${fold(p.description)}`;
   // Hashed: a description makes a long key, and the DVR compares keys by the thousand.
   const episodeKey = identity === null ? null : createHash('sha1').update(identity).digest('base64url').slice(0, 22);
   const marks = (p.isNew ? MARK_NEW : 0) | (p.premiere ? MARK_PREMIERE : 0) | (p.previouslyShown ? MARK_PREVIOUSLY_SHOWN : 0) | (p.live ? MARK_LIVE : 0);
