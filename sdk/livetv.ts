@@ -105,8 +105,19 @@ export interface GuideProgramme {
   subTitle?: string;
   description?: string;
   categories?: string[];
+  /** The `<episode-num>` people read best (onscreen, else xmltv_ns, else the first). */
   episodeNum?: string;
   icon?: string;
+  /** Every `<episode-num>` in file order, whatever its system (xmltv_ns, onscreen, dd_progid…). Since SDK 1.2. */
+  episodeNums?: { system: string; value: string }[];
+  /** `<new/>`: a first showing. Since SDK 1.2. */
+  isNew?: boolean;
+  /** `<premiere>`. Since SDK 1.2. */
+  premiere?: boolean;
+  /** `<previously-shown>`, with its `start` (ms) when given. Since SDK 1.2. */
+  previouslyShown?: { start?: number };
+  /** `<live/>`. Since SDK 1.2. */
+  live?: boolean;
 }
 
 /** Where a guide source delivers what it reads. Batches keep memory flat on huge guides. */
@@ -202,6 +213,12 @@ export interface LiveGuideProgramme {
   /** The guide's episode number as it gave it (`xmltv_ns` or `onscreen`). */
   episodeNum?: string;
   icon?: string;
+  /** As GuideProgramme has them: every `<episode-num>`, `<new/>`, `<premiere>`, `<previously-shown>`, `<live/>`. */
+  episodeNums?: { system: string; value: string }[];
+  isNew?: boolean;
+  premiere?: boolean;
+  previouslyShown?: { start?: number };
+  live?: boolean;
 }
 
 /** A programme of the guide as it is now. Its id stays while its start time stays. */
@@ -212,6 +229,24 @@ export interface LiveProgramme {
   /** ms since epoch, UTC. */
   start: number;
   stop: number;
+  /** What the guide says of it as an episode (as /programs gives it). Since SDK 1.2. */
+  episodeTitle?: string | null;
+  season?: number | null;
+  episode?: number | null;
+  isNew?: boolean;
+  isRepeat?: boolean;
+  isLive?: boolean;
+  seriesKey?: string | null;
+  /** Which episode this is, the same on every airing and channel of it; null when the guide cannot tell. */
+  episodeKey?: string | null;
+}
+
+/** What picks programmes of the guide (one of): a title (compared without case, accents or extra spaces), a `dd_progid` series id, a keyword of the title or episode title, a regular expression on the title. */
+export type AiringMatch = { title: string } | { seriesId: string } | { keyword: string } | { regex: string };
+
+/** A programme of a channel that some of the matches pick: their indices. */
+export interface MatchedAiring extends LiveProgramme {
+  matches: number[];
 }
 
 /**
@@ -287,6 +322,12 @@ export interface LiveTvAccess {
   programmes(channelId: number, from: number, to: number): Promise<LiveProgramme[]>;
   /** Changes whenever the channels or the guide change (an import here or in the CLI). */
   guideVersion(): Promise<string>;
+  /**
+   * Every programme on a present channel overlapping [from, to) that any of `matches` picks, by
+   * start (a guide channel feeding two channels gives two). A regex that does not compile picks
+   * nothing. Since SDK 1.2.
+   */
+  findAirings(matches: AiringMatch[], from: number, to: number): Promise<MatchedAiring[]>;
   /**
    * Starts the channel's session if it is not running (taking a tuner slot; when
    * the tuner is full, a session only viewers use gives way: recordings come

@@ -74,12 +74,33 @@ export interface CatalogPlayInfo {
  * The items of a library another plugin provides (the DVR's "Recordings"):
  * they are browsed, played, listed in continue watching like any VOD item.
  */
+/** A group of a provided library's items, browsed like a show: a series or one of its seasons. Since SDK 1.2. */
+export interface CatalogGroup {
+  id: string;
+  libraryId: number;
+  kind: 'series' | 'season';
+  /** A season's series. */
+  parentId: string | null;
+  title: string;
+  seasonNumber: number | null;
+  childCount: number;
+  /** ms since epoch: its newest item's. */
+  addedAt: number;
+}
+
 export interface CatalogLibrarySource {
-  /** Whether an item id is this source's (e.g. `rec-12`); ids must not collide with others'. */
+  /** Whether an item or group id is this source's (e.g. `rec-12`); ids must not collide with others'. */
   owns(itemId: string): boolean;
   item(itemId: string): Promise<CatalogItem | undefined>;
   /** Every item, in display order. */
   list(): Promise<CatalogItem[]>;
+  /**
+   * Browsing as shows (since SDK 1.2): `null` gives the top level (groups and the items in none),
+   * a group's id the group and its children, in display order; undefined when it is no group.
+   */
+  browse?(parentId: string | null): Promise<{ group: CatalogGroup | null; children: (CatalogItem | CatalogGroup)[] } | undefined>;
+  /** The item after this one in its series, for "up next" (since SDK 1.2). */
+  nextItem?(itemId: string): Promise<CatalogItem | undefined>;
   /** The manifest for this user and device (`dashOnly`: the Device-OS rule); undefined → 404. */
   playInfo(user: AuthUser, itemId: string, dashOnly: boolean): Promise<CatalogPlayInfo | undefined>;
 }

@@ -248,7 +248,7 @@ export class ContinueWatching {
   /** A video just counted as watched: for an episode, the next one of its series is "up next". */
   private async finished(user: AuthUser, entries: Map<string, Entry>, item: CatalogItem): Promise<void> {
     this.log.debug({ event: 'watched', user: user.id, videoId: item.id }, 'video watched');
-    if (item.contentType !== 'episode') return;
+    if (item.contentType !== 'episode' && item.seriesId === null) return; // recordings of a series have episodes too
     let next: CatalogItem | undefined;
     try {
       next = await this.catalog.nextEpisode(user, item.id);

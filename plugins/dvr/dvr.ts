@@ -3,22 +3,41 @@
  * streams over the recording's window), starts them on time through the core
  * scheduler (a persisted task per scheduled recording), follows guide changes
  * before they start, resumes running ones at start and cancels or deletes them.
+ * Series rules (rules.ts) are evaluated here too: series.ts plans, evaluateNow applies.
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errors, type AuthUser, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
-import { ACTIVE, type Recording } from './model.js';
+import { ACTIVE, type EpisodeFields, type Recording } from './model.js';
 import type { Recorder } from './recorder.js';
+import { defaultSpec, matchOf, ruleSpec, type Rule, type RuleSpec, type RuleStore } from './rules.js';
+import { episodeIdentity, plan, replannable, type PlannedEntry } from './series.js';
+import { conflictReason, TunerSlots, type TunerInfo } from './slots.js';
 import type { RecordingStore } from './store.js';
 
 export const START_TASK_KIND = 'dvr.start';
 const taskId = (id: number) => `dvr:${id}`;
 /** How far from its old times a programme the guide moved is looked for (by title). */
 const FOLLOW_RANGE_MS = 3 * 3600_000;
+/** How far ahead rules look: beyond any guide. */
+const RULE_HORIZON_MS = 60 * 86_400_000;
+/** A recording whose media was asked for this recently is being played: keep limits spare it. */
+const PLAYING_MS = 5 * 60_000;
+
+/** What a recording keeps of its programme as an episode. */
+const episodeFields = (p: LiveProgramme): EpisodeFields => ({
+  episodeKey: episodeIdentity(p), seriesKey: p.seriesKey ?? null, season: p.season ?? null, episode: p.episode ?? null, episodeTitle: p.episodeTitle ?? null,
+});
+
+/** A rule as the API gives it, with its coming airings. */
+export interface RuleView { rule: Rule; next: Recording[] }
 
 export interface DvrOptions {
   /** Where recordings are written: `<root>/<id>/`. */
   root: string;
+  /** Seconds: a new rule's paddings unless it says. */
+  prePadding: number;
+  postPadding: number;
   /** How often the guide is checked for changes (a cheap query). */
   guideCheckMs: number;
 }
@@ -31,9 +50,12 @@ export class Dvr {
   private following: Promise<void> | undefined;
   private readonly playListeners: ((user: AuthUser, rec: Recording) => void)[] = [];
   private readonly removeListeners: ((id: number) => void)[] = [];
+  /** recording id → when its media was last asked for. */
+  private readonly lastPlayed = new Map<number, number>();
 
   constructor(
     private readonly store: RecordingStore,
+    private readonly rules: RuleStore,
     private readonly recorder: Recorder,
     private readonly live: LiveTvAccess,
     private readonly scheduler: Scheduler,
@@ -57,10 +79,18 @@ export class Dvr {
     return rec && this.current(rec);
   }
 
-  create(user: AuthUser, channelId: number, programId: number): Promise<Recording> {
-    const next = this.creating.then(() => this.createNow(user, channelId, programId));
+  /** Runs `task` after every creation and evaluation before it: each sees the recordings the earlier ones made. */
+  private serial<T>(task: () => Promise<T>): Promise<T> {
+    const next = this.creating.then(task);
     this.creating = next.catch(() => {});
     return next;
+  }
+
+  async create(user: AuthUser, channelId: number, programId: number): Promise<Recording> {
+    const rec = await this.serial(() => this.createNow(user, channelId, programId));
+    // A one-off outranks rules: theirs move to other airings, or into conflict.
+    if (rec.status === 'scheduled') await this.evaluateRules();
+    return (await this.get(rec.id)) ?? rec;
   }
 
   private async createNow(user: AuthUser, channelId: number, programId: number): Promise<Recording> {
@@ -73,13 +103,14 @@ export class Dvr {
     const active = await this.store.withStatus('scheduled', 'recording');
     const same = active.find((r) => r.channelId === channelId && r.programId === programId);
     if (same) throw errors.conflict(`Programme ${programId} ("${programme.title}") on channel ${channelId} is already recorded by recording ${same.id}`);
-    this.checkTuner(channel, programme, active);
+    // Rules' recordings give way to a one-off: only running ones and other one-offs count.
+    this.checkTuner(channel, programme, active.filter((r) => !replannable(r, now, (x) => this.recorder.window(x))));
 
     const onAir = this.recorder.window(programme).from <= now;
     const rec = await this.store.insert({
       channelId, programId, tunerId: channel.tunerId, title: programme.title, start: programme.start, stop: programme.stop,
       status: onAir ? 'recording' : 'scheduled', error: null, sizeBytes: 0, duration: 0, gaps: [],
-      createdBy: user.id, createdAt: now,
+      createdBy: user.id, createdAt: now, ruleId: null, ...episodeFields(programme), prePadding: null, postPadding: null, watchedAt: null,
     }, (id) => path.join(this.options.root, String(id)));
     this.log.info({ event: 'recording_created', recording: rec.id, channel: channelId, programme: programId, status: rec.status, user: user.username }, 'recording created');
     if (onAir) this.recorder.start(rec);
@@ -92,20 +123,13 @@ export class Dvr {
    * window: counting the distinct channels of the recordings on the same tuner then.
    */
   private checkTuner(channel: LiveChannelInfo, programme: LiveProgramme, active: Recording[]): void {
-    const mine = this.recorder.window(programme);
-    const others = active
-      .filter((r) => r.tunerId === channel.tunerId && r.channelId !== channel.id)
-      .map((r) => ({ rec: r, ...this.recorder.window(r) }))
-      .filter((o) => o.from < mine.to && o.to > mine.from);
-    // The set of channels only grows at the start of a recording: check each such moment.
-    for (const at of [mine.from, ...others.map((o) => o.from).filter((t) => t > mine.from)]) {
-      const busy = others.filter((o) => o.from <= at && o.to > at);
-      const channels = new Set(busy.map((o) => o.rec.channelId));
-      if (channels.size + 1 > channel.maxStreams) {
-        const names = busy.map((o) => `"${o.rec.title}" on channel ${o.rec.channelId} (recording ${o.rec.id})`).join(', ');
-        throw errors.conflict(`Tuner limit reached for ${channel.tunerName}: its ${channel.maxStreams} stream${channel.maxStreams === 1 ? ' is' : 's are'} taken during this programme by ${names}`);
-      }
+    const slots = new TunerSlots();
+    for (const r of active) {
+      if (r.tunerId === channel.tunerId) slots.add(r.tunerId, { channelId: r.channelId, ...this.recorder.window(r), label: `"${r.title}" on channel ${r.channelId} (recording ${r.id})` });
     }
+    const { from, to } = this.recorder.window(programme);
+    const busy = slots.blockers(channel, channel.id, from, to);
+    if (busy.length) throw errors.conflict(conflictReason(channel, busy));
   }
 
   private async scheduleStart(rec: Recording): Promise<void> {
@@ -144,6 +168,14 @@ export class Dvr {
     const rec = await this.store.get(id);
     if (!rec) throw errors.notFound(`No recording ${id}`);
     if (!user.admin && rec.createdBy !== user.id) throw errors.forbidden(`Only an administrator or the user who scheduled it may remove recording ${id}`);
+    if (rec.ruleId !== null && (rec.status === 'scheduled' || rec.status === 'conflict')) {
+      // An airing of a rule stays cancelled: the rule's evaluations never schedule it again.
+      await this.store.update(id, { status: 'skipped', error: null });
+      await this.scheduler.cancel(taskId(id));
+      this.log.info({ event: 'recording_skipped', recording: id, rule: rec.ruleId, user: user.username }, 'airing of a rule skipped');
+      await this.evaluateRules(); // a slot freed: a rule in conflict may take it
+      return;
+    }
     if (rec.status === 'scheduled') {
       await this.store.update(id, { status: 'cancelled' });
       await this.scheduler.cancel(taskId(id));
@@ -151,12 +183,16 @@ export class Dvr {
       await this.store.update(id, { status: 'cancelled' });
       await this.recorder.stop(id, 'cancelled'); // what was recorded stays, playable
     } else {
-      // The dir is ours by construction (<root>/<id>); never follow a row to anything else.
-      if (path.basename(rec.dir) === String(id)) await rm(rec.dir, { recursive: true, force: true });
-      await this.store.remove(id);
-      for (const listener of this.removeListeners) listener(id);
+      await this.deleteFinished(rec);
     }
     this.log.info({ event: 'recording_removed', recording: id, was: rec.status, user: user.username }, rec.status === 'scheduled' || rec.status === 'recording' ? 'recording cancelled' : 'recording deleted');
+  }
+
+  private async deleteFinished(rec: Recording): Promise<void> {
+    // The dir is ours by construction (<root>/<id>); never follow a row to anything else.
+    if (path.basename(rec.dir) === String(rec.id)) await rm(rec.dir, { recursive: true, force: true });
+    await this.store.remove(rec.id);
+    for (const listener of this.removeListeners) listener(rec.id);
   }
 
   /** Called after a finished recording and its files were deleted. */
@@ -169,7 +205,21 @@ export class Dvr {
     this.playListeners.push(listener);
   }
 
+  /** Its media was asked for (a manifest or a segment): it is being played. */
+  touched(id: number): void {
+    this.lastPlayed.set(id, this.now());
+  }
+
+  private beingPlayed(id: number): boolean {
+    const at = this.lastPlayed.get(id);
+    return at !== undefined && this.now() - at < PLAYING_MS;
+  }
+
   played(user: AuthUser, rec: Recording): void {
+    this.touched(rec.id);
+    if (rec.watchedAt === null) {
+      this.store.update(rec.id, { watchedAt: this.now() }).catch((err) => this.log.warn({ err, recording: rec.id }, 'dvr: noting a play failed'));
+    }
     for (const listener of this.playListeners) {
       try { listener(user, rec); } catch (err) { this.log.warn({ err, recording: rec.id }, 'a play listener failed'); }
     }
@@ -193,6 +243,145 @@ export class Dvr {
     if (version === this.guideVersion) return;
     this.guideVersion = version; // the first time too: the CLI may have refreshed the guide while the server was down
     for (const rec of await this.store.withStatus('scheduled', 'recording')) await this.followProgramme(rec);
+    await this.evaluateRules();
+  }
+
+  // ---- series rules
+
+  /** Evaluates every rule against the guide and applies the plan (series.ts). */
+  evaluateRules(): Promise<void> {
+    return this.serial(() => this.evaluateNow());
+  }
+
+  private async evaluateNow(): Promise<void> {
+    const rules = await this.rules.all();
+    const now = this.now();
+    const recordings = await this.store.all();
+    const window = (r: Parameters<Recorder['window']>[0]) => this.recorder.window(r);
+    const airings = rules.length ? await this.live.findAirings(rules.map(matchOf), now, now + RULE_HORIZON_MS) : [];
+    const tuners = new Map<number, TunerInfo>();
+    for (const channelId of new Set([...airings.map((a) => a.channelId), ...recordings.filter((r) => ACTIVE.has(r.status)).map((r) => r.channelId)])) {
+      const c = await this.live.channel(channelId);
+      if (c) tuners.set(channelId, c);
+    }
+    const entries = plan({ rules, airings, tuners, recordings, now, window });
+    const planned = new Set<number>();
+    let changes = 0;
+    for (const e of entries) {
+      if (e.existing) planned.add(e.existing.id);
+      if (await this.apply(e, tuners.get(e.airing.channelId)?.tunerId)) changes++;
+    }
+    // Rows of rules the plan no longer wants (rule changed, episode recorded elsewhere, airing gone): never recorded, so removed.
+    for (const r of recordings) {
+      if (!planned.has(r.id) && replannable(r, now, window)) {
+        await this.scheduler.cancel(taskId(r.id));
+        await this.store.remove(r.id);
+        changes++;
+      }
+    }
+    if (changes) this.log.info({ event: 'rules_evaluated', rules: rules.length, entries: entries.length, changes }, 'series rules evaluated');
+    // A keep limit also holds as soon as it is set or lowered.
+    for (const rule of rules) if (rule.keep) await this.applyKeep(rule.id);
+  }
+
+  /** Makes the entry's row say what the plan says; whether anything changed. */
+  private async apply(e: PlannedEntry, tunerId: string | undefined): Promise<boolean> {
+    const a = e.airing;
+    const fields = {
+      channelId: a.channelId, tunerId: tunerId ?? e.existing?.tunerId ?? '', programId: a.id, title: a.title, start: a.start, stop: a.stop,
+      status: e.status, error: e.reason,
+    };
+    const old = e.existing;
+    if (old) {
+      const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => old[k] === fields[k]);
+      if (same) return false;
+      await this.store.update(old.id, { ...fields, episodeTitle: a.episodeTitle ?? null, season: a.season ?? null, episode: a.episode ?? null });
+      if (e.status === 'scheduled') await this.scheduleStart({ ...old, ...fields });
+      else await this.scheduler.cancel(taskId(old.id));
+      return true;
+    }
+    const rec = await this.store.insert({
+      ...fields, sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: this.now(), ruleId: e.rule.id,
+      ...episodeFields(a), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
+    }, (id) => path.join(this.options.root, String(id)));
+    if (rec.status === 'scheduled') await this.scheduleStart(rec);
+    this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: a.channelId, programme: a.id, status: rec.status }, 'recording created by a rule');
+    return true;
+  }
+
+  async listRules(): Promise<RuleView[]> {
+    const now = this.now();
+    const upcoming = (await this.store.all()).filter((r) => r.ruleId !== null && ['scheduled', 'recording', 'conflict'].includes(r.status) && r.stop > now);
+    return (await this.rules.all()).map((rule) => ({ rule, next: upcoming.filter((r) => r.ruleId === rule.id).map((r) => this.current(r)) }));
+  }
+
+  async rule(id: number): Promise<RuleView | undefined> {
+    return (await this.listRules()).find((v) => v.rule.id === id);
+  }
+
+  async createRule(user: AuthUser, body: Partial<RuleSpec>): Promise<RuleView> {
+    const spec = ruleSpec(body, defaultSpec(this.options.prePadding, this.options.postPadding));
+    await this.checkChannel(spec);
+    const rule = await this.rules.insert(spec, user.id, this.now());
+    this.log.info({ event: 'rule_created', rule: rule.id, user: user.username }, 'series rule created');
+    await this.evaluateRules();
+    return (await this.rule(rule.id))!;
+  }
+
+  async updateRule(user: AuthUser, id: number, body: Partial<RuleSpec>): Promise<RuleView> {
+    const rule = await this.ownRule(user, id);
+    const spec = ruleSpec(body, rule);
+    await this.checkChannel(spec);
+    const { id: _id, createdBy: _by, createdAt: _at, ...stored } = { ...rule, ...spec };
+    await this.rules.update(id, stored);
+    await this.evaluateRules();
+    return (await this.rule(id))!;
+  }
+
+  async removeRule(user: AuthUser, id: number): Promise<void> {
+    await this.ownRule(user, id);
+    await this.serial(async () => {
+      for (const r of await this.store.ofRule(id)) if (r.status === 'scheduled') await this.scheduler.cancel(taskId(r.id));
+      await this.store.forgetRule(id);
+      await this.rules.remove(id);
+    });
+    this.log.info({ event: 'rule_removed', rule: id, user: user.username }, 'series rule removed');
+    await this.evaluateRules(); // freed slots
+  }
+
+  private async ownRule(user: AuthUser, id: number): Promise<Rule> {
+    const rule = await this.rules.get(id);
+    if (!rule) throw errors.notFound(`No rule ${id}`);
+    if (!user.admin && rule.createdBy !== user.id) throw errors.forbidden(`Only an administrator or the user who made it may change rule ${id}`);
+    return rule;
+  }
+
+  private async checkChannel(spec: RuleSpec): Promise<void> {
+    if (spec.channel_id !== null && !(await this.live.channel(spec.channel_id))) throw errors.badRequest(`channel_id: no channel ${spec.channel_id}`);
+  }
+
+  /**
+   * A rule's keep limit, after one of its recordings finished: completed recordings beyond it are
+   * deleted with their files, watched ones first, then the oldest; never one being played.
+   */
+  async applyKeep(ruleId: number): Promise<void> {
+    const rule = await this.rules.get(ruleId);
+    if (!rule?.keep) return;
+    const kept = (await this.store.ofRule(ruleId)).filter((r) => r.status === 'completed');
+    let doomed: Recording[];
+    if ('latest' in rule.keep) {
+      const excess = kept.length - rule.keep.latest;
+      if (excess <= 0) return;
+      doomed = [...kept].sort((a, b) => Number(b.watchedAt !== null) - Number(a.watchedAt !== null) || a.start - b.start || a.id - b.id)
+        .filter((r) => !this.beingPlayed(r.id)).slice(0, excess);
+    } else {
+      const before = this.now() - rule.keep.days * 86_400_000;
+      doomed = kept.filter((r) => r.stop < before && !this.beingPlayed(r.id));
+    }
+    for (const r of doomed) {
+      await this.deleteFinished(r);
+      this.log.info({ event: 'recording_removed', recording: r.id, rule: ruleId, why: 'keep limit' }, 'recording deleted by its rule\'s keep limit');
+    }
   }
 
   /**

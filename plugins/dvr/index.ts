@@ -16,6 +16,8 @@ import { Dvr, START_TASK_KIND } from './dvr.js';
 import { migrations } from './migrations.js';
 import { Recorder } from './recorder.js';
 import { recordingRoutes } from './routes.js';
+import { ruleRoutes } from './rule-routes.js';
+import { describeRules, RuleStore } from './rules.js';
 import { RecordingStore } from './store.js';
 import { watchRoutes } from './watch-routes.js';
 
@@ -56,13 +58,22 @@ export default definePlugin({
         const recorder = new Recorder(jobs, live, store, logger, now, {
           prePaddingMs: parseDuration(cfg.prePadding), postPaddingMs: parseDuration(cfg.postPadding), pollMs: POLL_MS, minFreeBytes: MIN_FREE_BYTES,
         });
-        const dvr = new Dvr(store, recorder, live, scheduler, logger, now, { root, guideCheckMs: GUIDE_CHECK_MS });
+        const dvr = new Dvr(store, new RuleStore(db), recorder, live, scheduler, logger, now, {
+          root, guideCheckMs: GUIDE_CHECK_MS, prePadding: parseDuration(cfg.prePadding) / 1000, postPadding: parseDuration(cfg.postPadding) / 1000,
+        });
+        recorder.onFinished((id) => {
+          void (async () => {
+            const rec = await store.get(id);
+            if (rec?.ruleId != null) await dvr.applyKeep(rec.ruleId);
+          })().catch((err) => logger.warn({ err, recording: id }, 'dvr: applying a keep limit failed'));
+        });
         const items = new RecordingItems(dvr, auth);
         items.libraryId = await vod.addLibrary({ name: 'Recordings', source: items });
         dvr.onPlay((user, rec) => catalog.reportPlay(user, toCatalogItem(rec, items.libraryId)));
         // Recordings are the items of the Recordings library: its grant decides who may use them.
         const mayUse = (user: AuthUser) => auth.canAccessLibrary(user, items.libraryId);
         recordingRoutes(http, { auth, dvr, mayUse });
+        ruleRoutes(http, { auth, dvr, mayUse });
         watchRoutes(http, { auth, dvr, recorder, hls, dash, host, now, mayUse });
         scheduler.handle(START_TASK_KIND, (task) => dvr.startDue(Number((task.payload as { id: unknown }).id)));
 
@@ -74,6 +85,18 @@ export default definePlugin({
           dvr.startFollowingGuide();
         });
         lifecycle.onShutdown(() => dvr.stop());
+      },
+    });
+
+    env.registerCommand({
+      path: ['dvr', 'rules'],
+      description: 'List the series rules and their next airings',
+      deps: { db: coreServices.database, live: liveTvService },
+      async run(_args, io, { db, live }) {
+        const rules = await new RuleStore(db).all();
+        const upcoming = (await new RecordingStore(db).all()).filter((r) => r.ruleId !== null && ['scheduled', 'recording', 'conflict'].includes(r.status));
+        if (!rules.length) io.out('no series rules');
+        for (const line of await describeRules(rules, upcoming, async (id) => (await live.channel(id))?.name)) io.out(line);
       },
     });
   },

@@ -27,4 +27,29 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '002_series',
+    async up(knex) {
+      // Series rules (rules.ts), and what a recording needs to follow one: its rule, the episode it
+      // is (to record each once), its paddings, whether anyone watched it (keep limits delete those first).
+      await knex.schema.createTable('dvr_rules', (t) => {
+        t.increments('id').primary();
+        t.text('spec').notNullable();                     // the rule's JSON (RuleSpec)
+        t.integer('created_by').nullable();
+        t.bigInteger('created_at').notNullable();
+      });
+      await knex.schema.alterTable('dvr_recordings', (t) => {
+        t.integer('rule_id').nullable();                  // null: a one-off
+        t.string('episode_key', 64).nullable();           // the guide's episode identity (live-tv episode.ts)
+        t.text('series_key').nullable();
+        t.integer('season').nullable();
+        t.integer('episode').nullable();
+        t.text('episode_title').nullable();
+        t.integer('pre_padding').nullable();              // seconds; null: the configured ones
+        t.integer('post_padding').nullable();
+        t.bigInteger('watched_at').nullable();            // first played
+        t.index(['rule_id']);
+      });
+    },
+  },
 ];

@@ -97,6 +97,8 @@ interface RunState {
 }
 
 export class Recorder {
+  private readonly finishedListeners: ((id: number) => void)[] = [];
+
   constructor(
     private readonly jobs: JobManager,
     private readonly live: LiveTvAccess,
@@ -110,9 +112,16 @@ export class Recorder {
     return this.jobs.get<ActiveRecording>(`dvr:${id}`)?.data;
   }
 
-  /** The recording's window: the programme with its padding. */
-  window(rec: Pick<Recording, 'start' | 'stop'>): { from: number; to: number } {
-    return { from: rec.start - this.options.prePaddingMs, to: rec.stop + this.options.postPaddingMs };
+  /** The recording's window: the programme with its paddings (its own, in seconds, else the configured ones). */
+  window(rec: Pick<Recording, 'start' | 'stop'> & Partial<Pick<Recording, 'prePadding' | 'postPadding'>>): { from: number; to: number } {
+    const pre = rec.prePadding == null ? this.options.prePaddingMs : rec.prePadding * 1000;
+    const post = rec.postPadding == null ? this.options.postPaddingMs : rec.postPadding * 1000;
+    return { from: rec.start - pre, to: rec.stop + post };
+  }
+
+  /** Called when a recording has finished (completed or failed), after its row says so. */
+  onFinished(listener: (id: number) => void): void {
+    this.finishedListeners.push(listener);
   }
 
   /** Starts (or finds) the recording's job. The row must say `recording`. */
@@ -179,6 +188,7 @@ export class Recorder {
         error: done ? null : `nothing was recorded: ${state.lastError ?? 'the channel sent no media'}`,
       });
       this.log.info({ recording: state.id, status: done ? 'completed' : 'failed', parts: state.parts.length, seconds: Math.round(recordedSeconds(state.parts)), error: done ? undefined : state.lastError }, 'recording finished');
+      for (const listener of this.finishedListeners) listener(state.id);
     } catch (err) {
       if (signal.aborted && !(err instanceof DiskError)) {
         await this.saveProgress(state).catch(() => {});

@@ -3,6 +3,8 @@ import type { Gap, Recording, RecordingStatus } from './model.js';
 
 const TABLE = 'dvr_recordings';
 
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
 function fromRow(r: any): Recording {
   let gaps: Gap[] = [];
   try { gaps = JSON.parse(r.gaps ?? '[]'); } catch { /* a damaged note is not worth failing a listing */ }
@@ -10,11 +12,21 @@ function fromRow(r: any): Recording {
     id: Number(r.id), channelId: Number(r.channel_id), programId: Number(r.program_id), tunerId: r.tuner_id,
     title: r.title, start: Number(r.start), stop: Number(r.stop), status: r.status as RecordingStatus,
     error: r.error ?? null, sizeBytes: Number(r.size_bytes), duration: Number(r.duration), gaps,
-    dir: r.dir, createdBy: r.created_by === null || r.created_by === undefined ? null : Number(r.created_by), createdAt: Number(r.created_at),
+    dir: r.dir, createdBy: num(r.created_by), createdAt: Number(r.created_at),
+    ruleId: num(r.rule_id), episodeKey: r.episode_key ?? null, seriesKey: r.series_key ?? null, season: num(r.season), episode: num(r.episode),
+    episodeTitle: r.episode_title ?? null, prePadding: num(r.pre_padding), postPadding: num(r.post_padding), watchedAt: num(r.watched_at),
   };
 }
 
-export type RecordingChange = Partial<Pick<Recording, 'programId' | 'title' | 'start' | 'stop' | 'status' | 'error' | 'sizeBytes' | 'duration' | 'gaps'>>;
+export type RecordingChange = Partial<Pick<Recording, 'channelId' | 'tunerId' | 'programId' | 'title' | 'start' | 'stop' | 'status' | 'error' | 'sizeBytes'
+  | 'duration' | 'gaps' | 'episodeTitle' | 'season' | 'episode' | 'watchedAt' | 'ruleId'>>;
+
+/** Columns of the Recording fields a change may set (title and gaps are written apart). */
+const CHANGE_COLUMNS: [keyof RecordingChange, string][] = [
+  ['channelId', 'channel_id'], ['tunerId', 'tuner_id'], ['programId', 'program_id'], ['start', 'start'], ['stop', 'stop'], ['status', 'status'],
+  ['error', 'error'], ['sizeBytes', 'size_bytes'], ['duration', 'duration'], ['episodeTitle', 'episode_title'], ['season', 'season'],
+  ['episode', 'episode'], ['watchedAt', 'watched_at'], ['ruleId', 'rule_id'],
+];
 
 /** The recordings table. Few rows (a household's recordings): every read is a plain query. */
 export class RecordingStore {
@@ -40,6 +52,8 @@ export class RecordingStore {
         channel_id: r.channelId, program_id: r.programId, tuner_id: r.tunerId, title: r.title.slice(0, 512),
         start: r.start, stop: r.stop, status: r.status, error: r.error, size_bytes: r.sizeBytes, duration: r.duration,
         gaps: JSON.stringify(r.gaps), dir: '', created_by: r.createdBy, created_at: r.createdAt,
+        rule_id: r.ruleId, episode_key: r.episodeKey, series_key: r.seriesKey, season: r.season, episode: r.episode,
+        episode_title: r.episodeTitle, pre_padding: r.prePadding, post_padding: r.postPadding, watched_at: r.watchedAt,
       }).returning('id');
       const id = Number(typeof inserted === 'object' ? inserted.id : inserted);
       const dir = dirOf(id);
@@ -50,16 +64,20 @@ export class RecordingStore {
 
   async update(id: number, change: RecordingChange): Promise<void> {
     const row: Record<string, unknown> = {};
-    if (change.programId !== undefined) row.program_id = change.programId;
+    for (const [field, column] of CHANGE_COLUMNS) if (change[field] !== undefined) row[column] = change[field];
     if (change.title !== undefined) row.title = change.title.slice(0, 512);
-    if (change.start !== undefined) row.start = change.start;
-    if (change.stop !== undefined) row.stop = change.stop;
-    if (change.status !== undefined) row.status = change.status;
-    if (change.error !== undefined) row.error = change.error;
-    if (change.sizeBytes !== undefined) row.size_bytes = change.sizeBytes;
-    if (change.duration !== undefined) row.duration = change.duration;
     if (change.gaps !== undefined) row.gaps = JSON.stringify(change.gaps);
     if (Object.keys(row).length) await this.knex(TABLE).where({ id }).update(row);
+  }
+
+  async ofRule(ruleId: number): Promise<Recording[]> {
+    return (await this.knex(TABLE).where({ rule_id: ruleId }).orderBy([{ column: 'start' }, { column: 'id' }])).map(fromRow);
+  }
+
+  /** A rule's rows that are gone with it: not yet recorded ones are deleted, recorded ones become one-offs. */
+  async forgetRule(ruleId: number): Promise<void> {
+    await this.knex(TABLE).where({ rule_id: ruleId }).whereIn('status', ['scheduled', 'conflict', 'skipped']).delete();
+    await this.knex(TABLE).where({ rule_id: ruleId }).update({ rule_id: null });
   }
 
   async remove(id: number): Promise<void> {

@@ -146,6 +146,7 @@ export function watchRoutes(http: HttpScope, deps: {
   }, async (request, reply) => {
     const { id, part, file } = request.params as { id: number; part: number; file: string };
     const rec = await recording(request, id);
+    dvr.touched(id);
     const dir = partDir(rec.dir, part);
     const data = await readFile(path.join(dir, file)).catch(() => undefined);
     if (!data) throw errors.notFound('No such segment');

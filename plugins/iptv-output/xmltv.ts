@@ -2,8 +2,8 @@
  * The guide as an XMLTV document, written as it is read: a few channels'
  * programmes at a time, so the whole guide is never in memory. Elements follow
  * the XMLTV DTD's order (channel: display-name, icon; programme: title,
- * sub-title, desc, category, icon, episode-num, then previously-shown,
- * premiere, new where the guide keeps them).
+ * sub-title, desc, category, icon, every episode-num, previously-shown,
+ * premiere, new).
  */
 import type { LiveChannelListing, LiveGuideProgramme, LiveTvAccess } from 'antenna/sdk';
 
@@ -30,8 +30,11 @@ function programme(p: LiveGuideProgramme, channelId: string): string {
   if (p.description) out += `<desc>${esc(p.description)}</desc>`;
   for (const c of p.categories ?? []) out += `<category>${esc(c)}</category>`;
   if (p.icon) out += `<icon src="${esc(p.icon)}"/>`;
-  if (p.episodeNum) out += `<episode-num system="${XMLTV_NS.test(p.episodeNum) ? 'xmltv_ns' : 'onscreen'}">${esc(p.episodeNum)}</episode-num>`;
-  // Here, in this order, go <previously-shown>, <premiere> and <new/> once the guide keeps them.
+  if (p.episodeNums?.length) for (const e of p.episodeNums) out += `<episode-num system="${esc(e.system)}">${esc(e.value)}</episode-num>`;
+  else if (p.episodeNum) out += `<episode-num system="${XMLTV_NS.test(p.episodeNum) ? 'xmltv_ns' : 'onscreen'}">${esc(p.episodeNum)}</episode-num>`;
+  if (p.previouslyShown) out += p.previouslyShown.start === undefined ? '<previously-shown/>' : `<previously-shown start="${xmltvTime(p.previouslyShown.start)}"/>`;
+  if (p.premiere) out += '<premiere/>';
+  if (p.isNew) out += '<new/>';
   return out + '</programme>\n';
 }
 

@@ -1,7 +1,9 @@
-import type { Database, GuideLoadResult, GuideProgramme, GuideSource, LiveGuideProgramme, Logger } from 'antenna/sdk';
+import type { AiringMatch, Database, GuideLoadResult, GuideProgramme, GuideSource, LiveGuideProgramme, LiveProgramme, Logger, MatchedAiring } from 'antenna/sdk';
 import type { Channel } from './channel-store.js';
+import { AIRING_LIVE, AIRING_NEW, AIRING_REPEAT, episodeInfo, MARK_LIVE, MARK_NEW, MARK_PREMIERE, MARK_PREVIOUSLY_SHOWN, TitleFolder } from './episode.js';
 import { CONFIDENT_SCORE, GuideMatcher, type Candidate, type GuideEntry, type GuideMatch, type MatchMethod } from './guide-match.js';
 import { programId } from './program-id.js';
+import { fold } from './text.js';
 import { insertRows, isSqlite } from './sql.js';
 
 export interface Program {
@@ -14,20 +16,35 @@ export interface Program {
   categories?: string[];
   episode_num?: string;
   icon?: string;
+  season: number | null;
+  episode: number | null;
+  episode_title: string | null;
+  is_new: boolean;
+  is_repeat: boolean;
+  is_live: boolean;
+  series_key: string | null;
 }
 
-export interface StoredProgram { id: number; channelId: number; title: string; start: number; stop: number }
+export type StoredProgram = LiveProgramme;
 
-const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon'];
+const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon',
+  'episode_nums', 'marks', 'previously_shown', 'season', 'episode', 'airing', 'title_key', 'series_key', 'episode_key'];
+/** The columns programsFor reads. */
+const PROGRAM_SELECT = ['p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon', 'p.season', 'p.episode', 'p.airing', 'p.series_key'];
 
 // = new Date(ms).toISOString() for years 0000-9999 (checked on 400,000 values); cheaper than strftime.
 const isoTime = (column: string) => `replace(datetime(${column} / 1000.0, 'unixepoch', 'subsec'), ' ', 'T') || 'Z'`;
+const flag = (bit: number) => `CASE WHEN (p.airing & ${bit}) <> 0 THEN 'true' ELSE 'false' END`;
 const optionalKey = (key: string, value: string) => `CASE WHEN p.${key} <> '' THEN ',"${key}":' || ${value} ELSE '' END`;
 /** SQL for one programme (table alias p) as the JSON the API's Program schema serializes to, its times moved by the SQL `shift` (ms). */
 const programJsonSql = (shift = '') => `'{"id":' || p.id || ',"title":' || json_quote(p.title) || ',"start":"' || ${isoTime(`(p.start${shift})`)} || '","stop":"' || ${isoTime(`(p.stop${shift})`)} || '"'` +
   ` || ${optionalKey('sub_title', 'json_quote(p.sub_title)')} || ${optionalKey('description', 'json_quote(p.description)')}` +
   ` || ${optionalKey('categories', 'json(p.categories)')} || ${optionalKey('episode_num', 'json_quote(p.episode_num)')}` +
-  ` || ${optionalKey('icon', 'json_quote(p.icon)')} || '}'`;
+  ` || ${optionalKey('icon', 'json_quote(p.icon)')}` +
+  ` || ',"season":' || coalesce(p.season, 'null') || ',"episode":' || coalesce(p.episode, 'null')` +
+  ` || ',"episode_title":' || CASE WHEN p.sub_title <> '' THEN json_quote(p.sub_title) ELSE 'null' END` +
+  ` || ',"is_new":' || ${flag(AIRING_NEW)} || ',"is_repeat":' || ${flag(AIRING_REPEAT)} || ',"is_live":' || ${flag(AIRING_LIVE)}` +
+  ` || ',"series_key":' || CASE WHEN p.series_key IS NULL THEN 'null' ELSE json_quote(p.series_key) END || '}'`;
 const PROGRAM_JSON_SQL = programJsonSql();
 
 /**
@@ -43,6 +60,42 @@ const shiftedBefore = (q: any, at: number) => q.where('p.start', '<', at + MAX_S
 export interface ChannelGuide { sourceId: string; guideId: string; method: MatchMethod; score: number }
 /** A channel with no guide, or with one found with low confidence, and the guide channels closest to it. */
 export interface UnmatchedChannel { channel: Channel; match: GuideMatch | undefined; candidates: Candidate[] }
+
+/** What LiveProgramme carries of a programme row (with m.channel_id). */
+const AIRING_SELECT = ['m.shift_ms', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.season', 'p.episode', 'p.airing', 'p.series_key', 'p.episode_key'];
+
+/** Rows carry their mapping's shift (m.shift_ms, the channel's tvg-shift): times come out moved. */
+function airingOf(r: any): LiveProgramme {
+  const airing = Number(r.airing);
+  const shift = Number(r.shift_ms ?? 0);
+  return {
+    id: Number(r.id), channelId: Number(r.channel_id), title: r.title, start: Number(r.start) + shift, stop: Number(r.stop) + shift,
+    episodeTitle: r.sub_title || null, season: r.season === null ? null : Number(r.season), episode: r.episode === null ? null : Number(r.episode),
+    isNew: (airing & AIRING_NEW) !== 0, isRepeat: (airing & AIRING_REPEAT) !== 0, isLive: (airing & AIRING_LIVE) !== 0,
+    seriesKey: r.series_key ?? null, episodeKey: r.episode_key ?? null,
+  };
+}
+
+/** A programme row as the API's Program (programsFor; PROGRAM_JSON_SQL writes the same JSON). */
+function programOf(r: any): Program {
+  const airing = Number(r.airing);
+  const shift = Number(r.shift_ms ?? 0);
+  return {
+    id: Number(r.id), title: r.title, start: new Date(Number(r.start) + shift).toISOString(), stop: new Date(Number(r.stop) + shift).toISOString(),
+    ...(r.sub_title ? { sub_title: r.sub_title } : {}),
+    ...(r.description ? { description: r.description } : {}),
+    ...(r.categories ? { categories: JSON.parse(r.categories) } : {}),
+    ...(r.episode_num ? { episode_num: r.episode_num } : {}),
+    ...(r.icon ? { icon: r.icon } : {}),
+    season: r.season === null ? null : Number(r.season),
+    episode: r.episode === null ? null : Number(r.episode),
+    episode_title: r.sub_title || null,
+    is_new: (airing & AIRING_NEW) !== 0,
+    is_repeat: (airing & AIRING_REPEAT) !== 0,
+    is_live: (airing & AIRING_LIVE) !== 0,
+    series_key: r.series_key ?? null,
+  };
+}
 
 /**
  * The guide grid asks, again and again, for the same few hours ("now to +6 h") of the same
@@ -133,13 +186,17 @@ export class GuideStore {
       storing = insertRows(knex, 'livetv_programs', PROGRAM_COLUMNS, batch);
       storing.catch(() => {}); // awaited by the next store(); not an unhandled rejection meanwhile
     };
+    const titles = new TitleFolder();
     const write = async (batch: GuideProgramme[]) => {
       for (const p of batch) {
         if (!channels.has(p.channel)) channels.set(p.channel, { names: [] });
+        const e = episodeInfo(p, titles);
         rows.push([ // PROGRAM_COLUMNS
           programId(source.id, p.channel, p.start), source.id, generation, p.channel,
           p.start, p.stop, p.title, p.subTitle ?? null, p.description ?? null,
           p.categories?.length ? JSON.stringify(p.categories) : null, p.episodeNum ?? null, p.icon ?? null,
+          p.episodeNums?.length ? JSON.stringify(p.episodeNums.map((n) => [n.system, n.value])) : null, e.marks,
+          p.previouslyShown?.start ?? null, e.season, e.episode, e.airing, titles.fold(p.title), e.seriesKey, e.episodeKey,
         ]);
       }
       if (rows.length >= PROGRAMS_PER_INSERT) await store();
@@ -314,40 +371,41 @@ export class GuideStore {
   /** Programmes of these channels overlapping [from, to), per channel, by start time. */
   async programsFor(channelIds: number[], from?: number, to?: number): Promise<Map<number, Program[]>> {
     const out = new Map<number, Program[]>();
-    for (const [channelId, list] of await this.programmeDetails(channelIds, from, to)) {
-      out.set(channelId, list.map((p) => {
-        const program: Program = { id: p.id, title: p.title, start: new Date(p.start).toISOString(), stop: new Date(p.stop).toISOString() };
-        if (p.subTitle) program.sub_title = p.subTitle;
-        if (p.description) program.description = p.description;
-        if (p.categories) program.categories = p.categories;
-        if (p.episodeNum) program.episode_num = p.episodeNum;
-        if (p.icon) program.icon = p.icon;
-        return program;
-      }));
+    for (const r of await this.programmeRows(channelIds, from, to)) {
+      let list = out.get(r.channel_id);
+      if (!list) out.set(r.channel_id, (list = []));
+      list.push(programOf(r));
     }
     return out;
   }
 
-  /** The channels' programmes overlapping [from, to), by start, with every detail kept (what the XMLTV output writes). */
-  async programmeDetails(channelIds: number[], from?: number, to?: number): Promise<Map<number, LiveGuideProgramme[]>> {
-    const q = this.knex('livetv_channel_guide as m')
-      .join('livetv_guide_sources as s', 's.id', 'm.source_id')
-      .join('livetv_programs as p', function () {
-        this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
-      })
-      .select('m.channel_id', 'm.shift_ms', 'p.id', 'p.title', 'p.start', 'p.stop', 'p.sub_title', 'p.description', 'p.categories', 'p.episode_num', 'p.icon')
+  /** Programme rows of these channels overlapping [from, to) once shifted, by channel and start. */
+  private programmeRows(channelIds: number[], from?: number, to?: number): Promise<any[]> {
+    const q = this.current()
+      .select('m.channel_id', 'm.shift_ms', ...PROGRAM_SELECT, 'p.episode_nums', 'p.marks', 'p.previously_shown')
       .orderBy([{ column: 'm.channel_id' }, { column: 'p.start' }]);
     q.whereIn('m.channel_id', channelIds);
     if (from !== undefined) shiftedAfter(q, from);
     if (to !== undefined) shiftedBefore(q, to);
+    return q;
+  }
+
+  /** The channels' programmes overlapping [from, to), by start, with every detail kept (what the XMLTV output writes). */
+  async programmeDetails(channelIds: number[], from?: number, to?: number): Promise<Map<number, LiveGuideProgramme[]>> {
     const out = new Map<number, LiveGuideProgramme[]>();
-    for (const r of await q) {
+    for (const r of await this.programmeRows(channelIds, from, to)) {
       const shift = Number(r.shift_ms);
       const p: LiveGuideProgramme = { id: Number(r.id), title: r.title, start: Number(r.start) + shift, stop: Number(r.stop) + shift };
       if (r.sub_title) p.subTitle = r.sub_title;
       if (r.description) p.description = r.description;
       if (r.categories) p.categories = JSON.parse(r.categories);
       if (r.episode_num) p.episodeNum = r.episode_num;
+      if (r.episode_nums) p.episodeNums = (JSON.parse(r.episode_nums) as [string, string][]).map(([system, value]) => ({ system, value }));
+      const marks = Number(r.marks);
+      if (marks & MARK_NEW) p.isNew = true;
+      if (marks & MARK_PREMIERE) p.premiere = true;
+      if (marks & MARK_PREVIOUSLY_SHOWN) p.previouslyShown = r.previously_shown === null ? {} : { start: Number(r.previously_shown) + shift };
+      if (marks & MARK_LIVE) p.live = true;
       if (r.icon) p.icon = r.icon;
       let list = out.get(r.channel_id);
       if (!list) out.set(r.channel_id, (list = []));
@@ -521,28 +579,78 @@ export class GuideStore {
     return `${version?.value ?? ''}|${sources.map((s: { id: string; generation: unknown }) => `${s.id}:${s.generation}`).join(',')}`;
   }
 
-  /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
-  async programmesOf(channelId: number, from: number, to: number): Promise<StoredProgram[]> {
-    const rows = await this.knex('livetv_channel_guide as m')
+  /** Current programmes of mapped channels (table aliases m, s, p). */
+  private current() {
+    return this.knex('livetv_channel_guide as m')
       .join('livetv_guide_sources as s', 's.id', 'm.source_id')
       .join('livetv_programs as p', function () {
         this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
-      })
-      .where('m.channel_id', channelId).modify(shiftedAfter, from).modify(shiftedBefore, to)
-      .orderBy('p.start')
-      .select('p.id', 'p.title', 'p.start', 'p.stop', 'm.shift_ms');
-    return rows.map((r: any) => ({ id: Number(r.id), channelId, title: r.title, start: Number(r.start) + Number(r.shift_ms), stop: Number(r.stop) + Number(r.shift_ms) }));
+      });
+  }
+
+  /** One channel's programmes overlapping [from, to), by start (what the DVR follows when times change). */
+  async programmesOf(channelId: number, from: number, to: number): Promise<StoredProgram[]> {
+    const rows = await this.current().where('m.channel_id', channelId).modify(shiftedAfter, from).modify(shiftedBefore, to)
+      .orderBy('p.start').select('m.channel_id', ...AIRING_SELECT);
+    return rows.map(airingOf);
   }
 
   /** One programme on one channel (what the DVR records). */
   async program(channelId: number, id: number): Promise<StoredProgram | undefined> {
-    const r = await this.knex('livetv_channel_guide as m')
-      .join('livetv_guide_sources as s', 's.id', 'm.source_id')
-      .join('livetv_programs as p', function () {
-        this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
-      })
-      .where({ 'm.channel_id': channelId, 'p.id': id })
-      .first('p.id', 'p.title', 'p.start', 'p.stop', 'm.shift_ms');
-    return r ? { id: Number(r.id), channelId, title: r.title, start: Number(r.start) + Number(r.shift_ms), stop: Number(r.stop) + Number(r.shift_ms) } : undefined;
+    const r = await this.current().where({ 'm.channel_id': channelId, 'p.id': id }).first('m.channel_id', ...AIRING_SELECT);
+    return r ? airingOf(r) : undefined;
+  }
+
+  /**
+   * Programmes of mapped channels overlapping [from, to) that any of `matches` picks, by start:
+   * one scan of the current programmes comparing stored keys (title_key, series_key) and texts.
+   * Keywords and regular expressions are tried on the distinct titles (and episode titles) first,
+   * in JavaScript: SQL would lower-case every programme's texts once per keyword.
+   */
+  async findAirings(matches: readonly AiringMatch[], from: number, to: number): Promise<MatchedAiring[]> {
+    const byTitle = new Map<string, number[]>();
+    const bySeries = new Map<string, number[]>();
+    const keywords: [string, number][] = [];
+    const patterns: [RegExp, number][] = [];
+    const add = (map: Map<string, number[]>, key: string, i: number) => { const l = map.get(key); if (l) l.push(i); else map.set(key, [i]); };
+    matches.forEach((m, i) => {
+      if ('title' in m) add(byTitle, fold(m.title), i);
+      else if ('seriesId' in m) add(bySeries, `dd:${m.seriesId.trim()}`, i);
+      else if ('keyword' in m) keywords.push([m.keyword.toLowerCase(), i]);
+      else {
+        try { patterns.push([new RegExp(m.regex, 'iu'), i]); } catch { /* picks nothing */ }
+      }
+    });
+    const byRawTitle = new Map<string, number[]>();
+    const bySubTitle = new Map<string, number[]>();
+    const distinct = async (column: string) => (await this.current().where('p.stop', '>', from).where('p.start', '<', to).whereNotNull(column)
+      .distinct(`${column} as text`)).map((r: { text: string }) => r.text);
+    if (patterns.length || keywords.length) {
+      for (const title of await distinct('p.title')) {
+        const lower = title.toLowerCase();
+        for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
+        for (const [k, i] of keywords) if (lower.includes(k)) add(byRawTitle, title, i);
+      }
+    }
+    if (keywords.length) {
+      for (const sub of await distinct('p.sub_title')) {
+        const lower = sub.toLowerCase();
+        for (const [k, i] of keywords) if (lower.includes(k)) add(bySubTitle, sub, i);
+      }
+    }
+    if (!byTitle.size && !bySeries.size && !byRawTitle.size && !bySubTitle.size) return [];
+    const out: MatchedAiring[] = [];
+    const q = this.current().where('p.stop', '>', from).where('p.start', '<', to).where((w) => {
+      for (const [column, map] of [['p.title_key', byTitle], ['p.series_key', bySeries], ['p.title', byRawTitle], ['p.sub_title', bySubTitle]] as const) {
+        const keys = [...map.keys()];
+        for (let i = 0; i < keys.length; i += IN_CHUNK) w.orWhereIn(column, keys.slice(i, i + IN_CHUNK));
+      }
+    }).orderBy([{ column: 'p.start' }, { column: 'm.channel_id' }]).select('m.channel_id', 'p.title_key', ...AIRING_SELECT);
+    for (const r of await q) {
+      const found = new Set<number>([...(byTitle.get(r.title_key) ?? []), ...(bySeries.get(r.series_key) ?? []), ...(byRawTitle.get(r.title) ?? []),
+        ...(r.sub_title ? bySubTitle.get(r.sub_title) ?? [] : [])]);
+      if (found.size) out.push({ ...airingOf(r), matches: [...found].sort((a, b) => a - b) });
+    }
+    return out;
   }
 }

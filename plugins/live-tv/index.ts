@@ -221,6 +221,10 @@ function accessService(
     programme: (channelId, programmeId) => service.guide.program(channelId, programmeId),
     programmes: (channelId, from, to) => service.guide.programmesOf(channelId, from, to),
     guideVersion: () => service.guide.changeKey(),
+    async findAirings(matches, from, to) {
+      const present = (await service.channels.current()).byId;
+      return (await service.guide.findAirings(matches, from, to)).filter((a) => present.has(a.channelId));
+    },
     hold,
     async mpegTs(channelId, { label, signal }) {
       return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal });

@@ -229,6 +229,26 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '008_programme_episodes',
+    async up(knex) {
+      // What the guide says about a programme as an episode (episode.ts). The raw elements are kept
+      // (episode_nums, marks, previously_shown); the rest is derived at import, for /programs and
+      // the DVR's rules: title_key and series_key are what rules match, episode_key what tells
+      // repeats apart. Earlier imports have none of it until the next one.
+      await knex.schema.alterTable('livetv_programs', (t) => {
+        t.text('episode_nums').nullable();          // JSON [[system, value], …]
+        t.integer('marks').notNullable().defaultTo(0); // 1 new, 2 premiere, 4 previously-shown, 8 live
+        t.bigInteger('previously_shown').nullable();  // its start, when given
+        t.integer('season').nullable();
+        t.integer('episode').nullable();
+        t.integer('airing').notNullable().defaultTo(0); // 1 new, 2 repeat, 4 live
+        t.text('title_key').nullable();
+        t.text('series_key').nullable();
+        t.string('episode_key', 32).nullable();
+      });
+    },
+  },
 ];
 
 /** `table` made again as `define` says, with its rows (SQLite cannot drop a foreign key in place). */

@@ -32,6 +32,15 @@ const ProgramSchema = Type.Object({
   categories: Type.Optional(Type.Array(Type.String())),
   episode_num: Type.Optional(Type.String()),
   icon: Type.Optional(Type.String()),
+  season: Type.Union([Type.Integer(), Type.Null()], { description: 'Season number (from 1), when the guide gives one' }),
+  episode: Type.Union([Type.Integer(), Type.Null()], { description: 'Episode number (from 1), when the guide gives one' }),
+  episode_title: Type.Union([Type.String(), Type.Null()], { description: 'The episode\'s own title (XMLTV sub-title)' }),
+  is_new: Type.Boolean({ description: 'A first showing: <new/> or <premiere>' }),
+  is_repeat: Type.Boolean({ description: '<previously-shown> without <new/>, unless it names this airing\'s own day. Neither new nor repeat: unknown' }),
+  is_live: Type.Boolean(),
+  series_key: Type.Union([Type.String(), Type.Null()], {
+    description: 'Groups the airings of one series: dd:<series id> when the guide has dd_progid, else t:<folded title> (null for programmes imported before this version)',
+  }),
 });
 
 const FavoriteBody = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) }, { additionalProperties: false });

@@ -4,7 +4,7 @@
  * was not granted do not exist for them (404, and absent from /libraries).
  */
 import { errors, languageName, normalizeLanguage, Type, type AuthService, type HttpScope, type Static } from 'antenna/sdk';
-import type { CatalogItem } from 'antenna/sdk';
+import type { CatalogGroup, CatalogItem } from 'antenna/sdk';
 import { visibleItem } from './access.js';
 import type { Catalog } from './catalog.js';
 import type { Item, MediaFile } from './model.js';
@@ -84,10 +84,15 @@ export function browseRoutes(http: HttpScope, deps: { auth: AuthService; store: 
   const { auth, store, catalog } = deps;
 
   /** An item of a library another plugin provides (a recording), shaped like ours. */
-  const providedSummary = (i: CatalogItem): Summary => ({
-    id: i.id, type: 'recording', title: i.title, year: null, library_id: i.libraryId, season_number: null, episode_number: null,
-    duration: i.duration, child_count: null, added_at: new Date(i.addedAt ?? 0).toISOString(),
-  });
+  const providedSummary = (i: CatalogItem | CatalogGroup): Summary => ('kind' in i
+    ? {
+      id: i.id, type: i.kind, title: i.title, year: null, library_id: i.libraryId, season_number: i.seasonNumber, episode_number: null,
+      duration: null, child_count: i.childCount, added_at: new Date(i.addedAt).toISOString(),
+    }
+    : {
+      id: i.id, type: 'recording', title: i.title, year: null, library_id: i.libraryId, season_number: i.seasonNumber, episode_number: i.episodeNumber,
+      duration: i.duration, child_count: null, added_at: new Date(i.addedAt ?? 0).toISOString(),
+    });
 
   async function summaries(items: Item[]): Promise<Summary[]> {
     const [durations, counts] = await Promise.all([store.durations(items.map((i) => i.id)), store.childCounts(items.filter((i) => i.type === 'series' || i.type === 'season').map((i) => i.id))]);
@@ -133,8 +138,8 @@ export function browseRoutes(http: HttpScope, deps: { auth: AuthService; store: 
     if (!lib || !auth.canAccessLibrary(user, lib.id)) throw errors.notFound(`No library ${id}`);
     const source = catalog.providedLibrary(lib.id);
     if (source) {
-      // A provided library keeps its source's order (recordings: newest first).
-      const all = await source.list();
+      // A provided library keeps its source's order (recordings: newest first), grouped into shows when it groups.
+      const all = source.browse ? (await source.browse(null))?.children ?? [] : await source.list();
       const items = all.slice(q.offset, q.limit < 0 ? undefined : q.offset + q.limit).map(providedSummary);
       return { id: lib.id, name: lib.name, type: lib.type, item_count: all.length, items, total: all.length, limit: q.limit, offset: q.offset };
     }
@@ -151,10 +156,13 @@ export function browseRoutes(http: HttpScope, deps: { auth: AuthService; store: 
   }, async (request) => {
     const user = auth.requireUser(request);
     const { id } = request.params as { id: string };
-    if (catalog.providerOf(id)) {
+    const provider = catalog.providerOf(id);
+    if (provider) {
       const found = await catalog.providedItem(user, id);
-      if (!found) throw errors.notFound(`No item ${JSON.stringify(id.slice(0, 64))}`);
-      return { ...providedSummary(found.item), parent_id: null, versions: [], children: [] };
+      if (found) return { ...providedSummary(found.item), parent_id: null, versions: [], children: [] };
+      const group = auth.canAccessLibrary(user, provider.libraryId) ? await provider.source.browse?.(id) : undefined;
+      if (!group?.group) throw errors.notFound(`No item ${JSON.stringify(id.slice(0, 64))}`);
+      return { ...providedSummary(group.group), parent_id: group.group.parentId, versions: [], children: group.children.map(providedSummary) };
     }
     const item = await visibleItem(store, auth, user, id);
     const [[summary], children, versions] = await Promise.all([

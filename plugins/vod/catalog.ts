@@ -77,6 +77,10 @@ export class Catalog implements VodCatalogService, VodExtensions {
   }
 
   async nextEpisode(user: AuthUser, id: string): Promise<CatalogItem | undefined> {
+    if (this.providerOf(id)) {
+      const found = await this.providedItem(user, id);
+      return found && (await found.source.nextItem?.(id));
+    }
     const item = await this.visible(user, id);
     if (!item || item.type !== 'episode' || !item.parentId) return undefined;
     const season = await this.db.item(item.parentId);

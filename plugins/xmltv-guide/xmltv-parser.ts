@@ -410,6 +410,12 @@ class XmltvReader {
   private categories: string[] | undefined;
   private episodeNum: string | undefined;
   private episodeRank = 0;
+  private episodeSystem = '';
+  private episodeNums: { system: string; value: string }[] | undefined;
+  private isNew = false;
+  private premiere = false;
+  private previouslyShown: { start?: number } | undefined;
+  private live = false;
   private icon: string | undefined;
 
   // current channel
@@ -639,9 +645,29 @@ class XmltvReader {
         this.capture(F_CATEGORY, 1);
         break;
       case 'episode-num': {
-        const system = tag.attributes.system;
-        rank = system === 'onscreen' ? 3 : system === 'xmltv_ns' ? 2 : 1;
-        if (rank > this.episodeRank) this.capture(F_EPISODE, rank);
+        // Every system is kept; episodeNum is the one people read best.
+        const system = (tag.attributes.system ?? '').trim();
+        this.episodeSystem = system;
+        this.capture(F_EPISODE, system === 'onscreen' ? 3 : system === 'xmltv_ns' ? 2 : 1);
+        break;
+      }
+      case 'new':
+        this.isNew = true;
+        break;
+      case 'premiere':
+        this.premiere = true;
+        break;
+      case 'live':
+        this.live = true;
+        break;
+      case 'previously-shown': {
+        const start = tag.attributes.start;
+        this.previouslyShown = {};
+        if (start) {
+          const ms = parseXmltvTime(start);
+          if (ms === undefined) this.warn(`line ${this.parser.line}: invalid previously-shown start "${start}"`);
+          else this.previouslyShown.start = ms;
+        }
         break;
       }
       case 'icon':
@@ -688,8 +714,12 @@ class XmltvReader {
         else if (this.categories.length < MAX_LIST && !this.categories.includes(value)) this.categories.push(value);
         break;
       case F_EPISODE:
-        this.episodeNum = value;
-        this.episodeRank = this.fieldRank;
+        if (this.fieldRank > this.episodeRank) {
+          this.episodeNum = value;
+          this.episodeRank = this.fieldRank;
+        }
+        if (this.episodeNums === undefined) this.episodeNums = [{ system: this.episodeSystem, value }];
+        else if (this.episodeNums.length < MAX_LIST) this.episodeNums.push({ system: this.episodeSystem, value });
         break;
       case F_DISPLAY_NAME:
         if (this.cNames.length < MAX_LIST) this.cNames.push(own(value));
@@ -762,7 +792,8 @@ class XmltvReader {
     this.pLine = this.parser.line;
     this.title = this.subTitle = this.desc = this.episodeNum = this.icon = undefined;
     this.titleRank = this.subTitleRank = this.descRank = this.episodeRank = 0;
-    this.categories = undefined;
+    this.categories = this.episodeNums = this.previouslyShown = undefined;
+    this.isNew = this.premiere = this.live = false;
   }
 
   private skip(reason: string): void {
@@ -823,6 +854,11 @@ class XmltvReader {
     if (this.desc !== undefined) p.description = this.desc;
     if (this.categories !== undefined) p.categories = this.categories;
     if (this.episodeNum !== undefined) p.episodeNum = this.episodeNum;
+    if (this.episodeNums !== undefined) p.episodeNums = this.episodeNums;
+    if (this.isNew) p.isNew = true;
+    if (this.premiere) p.premiere = true;
+    if (this.previouslyShown !== undefined) p.previouslyShown = this.previouslyShown;
+    if (this.live) p.live = true;
     if (this.icon !== undefined) p.icon = this.icon;
     if (stop !== undefined) this.emit(p);
     else (st.pending ??= []).push(p); // until the next start on this channel is known

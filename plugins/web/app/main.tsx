@@ -21,6 +21,7 @@ import { LibraryView } from './views/library.js';
 import { LoginView } from './views/login.js';
 import { PlayerView } from './views/player.js';
 import { RecordingsView } from './views/recordings.js';
+import { RulesView } from './views/rules.js';
 
 const NAV = [
   { path: '/', label: 'Home', icon: '⌂' },
@@ -65,6 +66,7 @@ function route(path: string, me: Me | undefined) {
   if (matchRoute('/live', path)) return <ChannelsView />;
   if (matchRoute('/guide', path)) return <GuideView />;
   if (matchRoute('/recordings', path)) return <RecordingsView />;
+  if (matchRoute('/recordings/rules', path)) return <RulesView />;
   if (matchRoute('/account', path)) return <AccountView />;
   if ((p = matchRoute('/library/:id', path))) return <LibraryView id={p.id} />;
   if ((p = matchRoute('/item/:id', path))) return <ItemView id={p.id} />;

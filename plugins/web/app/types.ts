@@ -30,6 +30,11 @@ export interface Program {
   categories?: string[];
   episode_num?: string;
   icon?: string;
+  season?: number | null;
+  episode?: number | null;
+  is_new?: boolean;
+  is_repeat?: boolean;
+  series_key?: string | null;
 }
 
 export interface GuideEntry {
@@ -44,7 +49,7 @@ export interface GuidePage {
   channels: GuideEntry[];
 }
 
-export type RecordingStatus = 'scheduled' | 'recording' | 'completed' | 'failed' | 'cancelled';
+export type RecordingStatus = 'scheduled' | 'recording' | 'completed' | 'failed' | 'cancelled' | 'skipped' | 'conflict';
 
 export interface Recording {
   id: number;
@@ -56,6 +61,30 @@ export interface Recording {
   stop: string;
   error?: string;
   size_bytes?: number;
+  /** The series rule that scheduled it; null for a one-off. */
+  rule_id?: number | null;
+  /** What holds the tuner, for a conflict. */
+  reason?: string;
+  series_key?: string | null;
+  season?: number | null;
+  episode?: number | null;
+  episode_title?: string | null;
+}
+
+/** A series rule (/api/dvr/rules). */
+export interface Rule {
+  id: number;
+  title: string | null;
+  series_id: string | null;
+  keyword: string | null;
+  regex: string | null;
+  channel_id: number | null;
+  days: number[];
+  airings: 'all' | 'new' | 'new-or-unknown';
+  keep: null | { latest: number } | { days: number };
+  priority: number;
+  created_by: number | null;
+  next: { recording_id: number; channel_id: number; program_id: number; start: string; status: RecordingStatus; reason?: string }[];
 }
 
 export interface ContinueEntry {

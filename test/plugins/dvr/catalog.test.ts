@@ -94,3 +94,18 @@ t.test('the Recordings library grant decides who may list, play, schedule and de
   t.equal((await call('GET', `/recordings/${id}`, granted)).json().title, 'Finished');
   t.equal((await call('GET', `/watch/recording/${id}`, granted)).statusCode, 409, 'and played (this one has no media on disk: 409, not 404)');
 });
+
+t.test('up next across a series\' recordings: the next episode, then the next season', async (t) => {
+  const { RecordingItems } = await import('../../../plugins/dvr/catalog-items.js');
+  const rec = (id: number, season: number | null, episode: number | null, seriesKey: string | null = 't:show') => ({
+    id, channelId: 1, programId: id, tunerId: 't', title: 'Show', start: id * 1000, stop: id * 1000 + 500, status: 'completed' as const, error: null,
+    sizeBytes: 1, duration: 60, gaps: [], dir: `/x/${id}`, createdBy: 1, createdAt: 0, ruleId: 1, episodeKey: null, seriesKey,
+    season, episode, episodeTitle: null, prePadding: null, postPadding: null, watchedAt: null,
+  });
+  const rows = [rec(1, 1, 2), rec(2, 1, 1), rec(3, 2, 1), rec(4, null, null, null)];
+  const items = new RecordingItems({ list: async () => rows } as any, {} as any);
+  t.equal((await items.nextItem('rec-2'))?.id, 'rec-1', 'S1E1 → S1E2');
+  t.equal((await items.nextItem('rec-1'))?.id, 'rec-3', 'S1E2 → S2E1');
+  t.equal(await items.nextItem('rec-3'), undefined, 'the last: none');
+  t.equal(await items.nextItem('rec-4'), undefined, 'no series: none');
+});

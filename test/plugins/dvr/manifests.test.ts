@@ -138,7 +138,8 @@ t.test('catalog items: ids, playable recordings only, play-info by the Device-OS
   t.equal(itemIdOf(12), 'rec-12');
   t.equal(recordingIdOf('rec-12'), 12);
   for (const bad of ['12', 'rec-', 'rec-0', 'rec-1.5', 'rec-12x', 'REC-1', 'rec-99999999999']) t.equal(recordingIdOf(bad), undefined, bad);
-  const rec = { id: 3, channelId: 1, programId: 9, tunerId: 'm3u:Main', title: 'News', start: 2000, stop: 3000, status: 'completed' as const, error: null, sizeBytes: 10, duration: 59.6, gaps: [], dir: '/x/3', createdBy: 1, createdAt: 1 };
+  const rec = { id: 3, channelId: 1, programId: 9, tunerId: 'm3u:Main', title: 'News', start: 2000, stop: 3000, status: 'completed' as const, error: null, sizeBytes: 10, duration: 59.6, gaps: [], dir: '/x/3', createdBy: 1, createdAt: 1,
+    ruleId: null, episodeKey: null, seriesKey: null, season: null, episode: null, episodeTitle: null, prePadding: null, postPadding: null, watchedAt: null };
   t.strictSame(toCatalogItem(rec, 7), { id: 'rec-3', libraryId: 7, contentType: 'recording', title: 'News', duration: 60, seriesId: null, seasonNumber: null, episodeNumber: null, addedAt: 2000 });
   t.ok(playable(rec));
   t.notOk(playable({ ...rec, status: 'scheduled', duration: 0 }), 'a scheduled recording is no item');

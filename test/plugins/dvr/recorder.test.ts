@@ -77,6 +77,7 @@ async function setup(t: Tap, window: { from: number; to: number }, options: { mi
   let row: Recording = {
     id: 1, channelId: 5, programId: 9, tunerId: 'tuner', title: 'Show', start: window.from, stop: window.to, status: 'recording',
     error: null, sizeBytes: 0, duration: 0, gaps: [], dir: path.join(root, '1'), createdBy: 1, createdAt: window.from - 60_000,
+    ruleId: null, episodeKey: null, seriesKey: null, season: null, episode: null, episodeTitle: null, prePadding: null, postPadding: null, watchedAt: null,
   };
   const store = {
     get: async () => row,

@@ -110,7 +110,9 @@ t.test('dvr scheduling', async (t) => {
     t.equal(res.statusCode, 201, res.body);
     const rec = res.json();
     later = rec.id;
-    t.strictSame(Object.keys(rec).sort(), ['channel_id', 'duration', 'gaps', 'id', 'program_id', 'size_bytes', 'start', 'status', 'stop', 'title'], 'fields (no error unless failed)');
+    t.strictSame(Object.keys(rec).sort(), ['channel_id', 'duration', 'episode', 'episode_title', 'gaps', 'id', 'program_id', 'rule_id', 'season', 'series_key', 'size_bytes', 'start', 'status', 'stop', 'title'],
+      'fields (no error unless failed)');
+    t.match(rec, { rule_id: null, season: null, episode: null, episode_title: null, series_key: `t:${one.programme.title.toLowerCase()}` }, 'a one-off, of a programme without episode data');
     t.match(rec, { channel_id: one.channelId, program_id: one.programme.id, status: 'scheduled', title: one.programme.title, start: one.programme.start, stop: one.programme.stop, size_bytes: 0, gaps: [] });
     t.strictSame((await tasks()).map((k) => [k.id, k.at]), [[`dvr:${rec.id}`, Date.parse(one.programme.start) - PAD]], 'a start task at start - prePadding');
     t.match(await get(`/recordings/${rec.id}`), { id: rec.id, status: 'scheduled' });

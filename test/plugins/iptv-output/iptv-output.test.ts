@@ -50,8 +50,8 @@ t.test('iptv-output', async (t) => {
 <tv>
 <channel id="news.example"><display-name>News One</display-name></channel>
 <channel id="movies.example"><display-name>Movies &amp; More</display-name></channel>
-${p(0, 'news.example', '<title>Morning &lt;Live&gt;</title><sub-title>Part 1</sub-title><desc>What happened.</desc><category>News</category><category>Current affairs</category><icon src="http://img.example/m.jpg"/><episode-num system="xmltv_ns">1.4.</episode-num>')}
-${p(1, 'news.example', '<title>Noon</title><episode-num system="onscreen">S02E05</episode-num>')}
+${p(0, 'news.example', '<title>Morning &lt;Live&gt;</title><sub-title>Part 1</sub-title><desc>What happened.</desc><category>News</category><category>Current affairs</category><icon src="http://img.example/m.jpg"/><episode-num system="xmltv_ns">1.4.</episode-num><episode-num system="dd_progid">EP012345.0005</episode-num><new/>')}
+${p(1, 'news.example', '<title>Noon</title><episode-num system="onscreen">S02E05</episode-num><previously-shown start="20200101000000 +0000"/>')}
 ${p(30 * 24, 'news.example', '<title>Far ahead</title>')}
 ${p(2, 'movies.example', '<title>A Film</title><desc>Two "friends" &amp; a dog.</desc><category>Film</category>')}
 </tv>
@@ -92,12 +92,15 @@ ${p(2, 'movies.example', '<title>A Film</title><desc>Two "friends" &amp; a dog.<
     for (const c of channels) t.ok(inOrder(c, CHANNEL_ORDER), `channel children in DTD order: ${c.join(',')}`);
     t.equal(programmes.length, 3, 'the programme 30 days ahead is past the 14 days written by default');
     for (const pr of programmes) t.ok(inOrder(pr, PROGRAMME_ORDER), `programme children in DTD order: ${pr.join(',')}`);
-    t.strictSame(programmes[0], ['title', 'sub-title', 'desc', 'category', 'category', 'icon', 'episode-num']);
+    t.strictSame(programmes[0], ['title', 'sub-title', 'desc', 'category', 'category', 'icon', 'episode-num', 'episode-num', 'new']);
+    t.strictSame(programmes[1], ['title', 'episode-num', 'previously-shown']);
     t.match(xml, `<programme start="${xt(new Date(hour).toISOString())}" stop="${xt(new Date(hour + HOUR).toISOString())}" channel="news.example">`);
     t.match(xml, /start="\d{14} \+0000"/);
     t.match(xml, '<title>Morning &lt;Live&gt;</title>');
     t.match(xml, '<episode-num system="xmltv_ns">1.4.</episode-num>');
     t.match(xml, '<episode-num system="onscreen">S02E05</episode-num>');
+    t.match(xml, '<episode-num system="dd_progid">EP012345.0005</episode-num>', 'every episode-num system the guide had');
+    t.match(xml, '<previously-shown start="20200101000000 +0000"/>');
     const oneDay = (await a.inject({ method: 'GET', url: `/iptv/${key}/guide.xml?days=1` })).body;
     t.equal(childOrders(oneDay).programmes.length, 3);
     const gz = await a.inject({ method: 'GET', url: `/iptv/${key}/guide.xml.gz?days=31` });
@@ -141,5 +144,7 @@ ${p(2, 'movies.example', '<title>A Film</title><desc>Two "friends" &amp; a dog.<
     const bChannels = (await b.inject({ method: 'GET', url: '/channel/categories', headers: b.authHeaders })).json().categories.map((c: any) => c.name).sort();
     t.strictSame(bChannels, ['Kids', 'Movies', 'News', 'Public'], 'every group of a channel comes back');
     t.ok(after[0].programs[0].episode_num === '1.4.' && after[0].programs[1].episode_num === 'S02E05', 'episode numbers of both systems');
+    t.match(after[0].programs[0], { is_new: true, is_repeat: false, series_key: /^dd:/ }, 'new, and the series from dd_progid, come back');
+    t.match(after[0].programs[1], { is_new: false, is_repeat: true }, 'a repeat comes back a repeat');
   });
 });

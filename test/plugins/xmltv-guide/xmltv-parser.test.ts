@@ -153,6 +153,7 @@ t.test('XMLTV test.xml: channels, 12-digit time without zone, fields of a full p
       description: 'Blah Blah Blah.',
       categories: ['Comedy'],
       episodeNum: '2 . 9 . 0/1',
+      episodeNums: [{ system: 'xmltv_ns', value: '2 . 9 . 0/1' }],
       icon: 'http://image.example.com/dgXPhzNJH8H.jpg',
     },
   ], 'credits, review, image, star-rating icon (nested) and the rest are ignored');
@@ -246,6 +247,7 @@ t.test('XMLTV x-whatever.xml and simple.xml: unknown elements ignored, sub-title
       subTitle: 'Meet the Propaniacs',
       description: 'Bobby tours with a comedy troupe who specialize in\n       propane-related mirth.',
       categories: ['animation'],
+      previouslyShown: {},
     }, name);
     t.equal(byTitle(p, 'The Phil Silvers Show').description?.startsWith('Bilko claims'), true, `${name}: <x-extra> text is not part of the programme`);
     t.equal(p.result.warnings, 0, `${name}: no warnings`);
@@ -277,6 +279,7 @@ t.test('XMLTV tv_augment: sub-titles, 12-digit +0100', async (t) => {
     title: 'Midsomer Murders',
     subTitle: "Dead Man's Eleven : Series 2/10",
     description: 'Barnaby and Troy blah blah blah blah blah.',
+    previouslyShown: {},
   });
 });
 
@@ -581,10 +584,12 @@ t.test('fields: trimming, first category kept once, episode-num preference, icon
     description: 'Tom & Jerry <b>bold</b>',
     categories: ['News', 'Infos'],
     episodeNum: 'S01E02',
+    episodeNums: [{ system: 'dd_progid', value: 'EP1' }, { system: 'xmltv_ns', value: '0.1.' }, { system: 'onscreen', value: 'S01E02' }],
     icon: 'http://i/1.png',
   });
   t.equal(p.programmes[1]?.episodeNum, '1.2.', 'xmltv_ns over other systems');
   t.equal(p.programmes[2]?.episodeNum, 'EP9', 'else the first');
+  t.same(p.programmes[2]?.episodeNums, [{ system: 'dd_progid', value: 'EP9' }, { system: '', value: 'E7' }], 'every system kept, a missing one as ""');
   t.equal(p.programmes[3]?.description, 'in line markup.', 'text of child elements of a kept element is kept');
 });
 

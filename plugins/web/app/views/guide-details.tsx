@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { href } from '../router.js';
-import type { Recording } from '../types.js';
+import type { Recording, Rule } from '../types.js';
 import { describeError, ErrorNote, formatDateTime, formatRuntime, toast } from '../ui.js';
 import { ChannelLogo } from './guide-channel-logo.js';
 import type { GuideProgram, GuideRow } from './guide-data.js';
@@ -32,6 +32,8 @@ export function ProgramDialog({ channel, program: p, recording, now, onClose, on
     return () => { if (dialog.open) dialog.close(); };
   }, []);
 
+  const [series, setSeries] = useState({ open: false, newOnly: true, anyChannel: true, keep: 5 });
+
   const onAir = p.s <= now && p.e > now;
   const over = p.e <= now;
 
@@ -41,6 +43,30 @@ export function ProgramDialog({ channel, program: p, recording, now, onClose, on
     try {
       const rec = await api<Recording>('/recordings', { method: 'POST', body: { channel_id: channel.id, program_id: p.id } });
       toast(rec.status === 'recording' ? `Recording “${p.title}” now.` : `“${p.title}” will be recorded (${formatDateTime(p.start)}).`);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+      onRecordingsChanged();
+    }
+  };
+
+  /** A series rule for this programme's title (or its dd_progid series). */
+  const recordSeries = async () => {
+    setBusy(true);
+    setError(undefined);
+    const dd = p.series_key?.startsWith('dd:') ? p.series_key.slice(3) : undefined;
+    try {
+      const rule = await api<Rule>('/api/dvr/rules', {
+        method: 'POST',
+        body: {
+          ...(dd ? { series_id: dd } : { title: p.title }), channel_id: series.anyChannel ? null : channel.id,
+          airings: series.newOnly ? 'new' : 'all', keep: series.keep > 0 ? { latest: series.keep } : null,
+        },
+      });
+      const conflicts = rule.next.filter((n) => n.status === 'conflict').length;
+      toast(`Recording the series “${p.title}”: ${rule.next.length} coming airing${rule.next.length === 1 ? '' : 's'} scheduled${conflicts ? `, ${conflicts} in conflict` : ''}.`);
+      setSeries({ ...series, open: false });
     } catch (err) {
       setError(err);
     } finally {
@@ -79,7 +105,8 @@ export function ProgramDialog({ channel, program: p, recording, now, onClose, on
         <p class="program-dialog-when">
           {formatDateTime(p.start)} – {new Date(p.stop).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}
           <span class="muted"> · {formatRuntime((p.e - p.s) / 1000)}</span>
-          {p.episode_num && <span class="muted"> · {p.episode_num}</span>}
+          {p.season != null && p.episode != null ? <span class="muted"> · S{p.season} E{p.episode}</span> : p.episode_num && <span class="muted"> · {p.episode_num}</span>}
+          {p.is_new && <span class="badge">New</span>}
           {onAir && <span class="badge live">On now</span>}
           {over && <span class="badge">Ended</span>}
         </p>
@@ -90,12 +117,26 @@ export function ProgramDialog({ channel, program: p, recording, now, onClose, on
         )}
         {p.categories?.length ? <div class="chips program-dialog-cats">{p.categories.map((c) => <span key={c} class="chip static">{c}</span>)}</div> : null}
         {p.description && <p class="program-dialog-desc">{p.description}</p>}
+        {series.open && (
+          <fieldset class="program-dialog-series">
+            <legend>Record series</legend>
+            <label><input type="checkbox" checked={series.newOnly} onChange={(e) => setSeries({ ...series, newOnly: e.currentTarget.checked })} /> New episodes only</label>
+            <label><input type="checkbox" checked={series.anyChannel} onChange={(e) => setSeries({ ...series, anyChannel: e.currentTarget.checked })} /> Any channel</label>
+            <label>Keep <input type="number" min={0} max={999} value={series.keep} style={{ width: '4em' }}
+              onInput={(e) => setSeries({ ...series, keep: Math.max(0, Number(e.currentTarget.value) || 0) })} /> episodes (0: all)</label>
+            <div class="row">
+              <button type="button" class="button primary" disabled={busy} onClick={() => void recordSeries()}>● Record series</button>
+              <a class="button ghost" href={href('/recordings/rules')}>Series rules</a>
+            </div>
+          </fieldset>
+        )}
         {error !== undefined && <ErrorNote error={error} />}
         <div class="row program-dialog-actions">
           {onAir && <a class="button primary" href={href(`/watch/live/${channel.id}`)}>▶ Watch</a>}
           {recording
             ? <button type="button" class="button danger" disabled={busy} onClick={() => void cancel()}>Cancel recording</button>
             : !over && <button type="button" class={`button${onAir ? '' : ' primary'}`} disabled={busy} onClick={() => void record()}>● Record</button>}
+          {!series.open && <button type="button" class="button" disabled={busy} onClick={() => setSeries({ ...series, open: true })}>Record series…</button>}
           <button type="button" class="button ghost" onClick={() => ref.current?.close()}>Close</button>
         </div>
       </div>

@@ -17,13 +17,35 @@ const SOON_MS = 15 * 60_000;
 const GROUPS: { id: string; title: string; has(r: Recording): boolean; order: 1 | -1 }[] = [
   { id: 'now', title: 'Recording now', has: (r) => r.status === 'recording', order: 1 },
   { id: 'scheduled', title: 'Scheduled', has: (r) => r.status === 'scheduled', order: 1 },
+  { id: 'conflict', title: 'Conflicts', has: (r) => r.status === 'conflict', order: 1 },
   { id: 'completed', title: 'Completed', has: (r) => r.status === 'completed', order: -1 },
-  { id: 'ended', title: 'Failed & cancelled', has: (r) => r.status === 'failed' || r.status === 'cancelled', order: -1 },
+  { id: 'ended', title: 'Failed & cancelled', has: (r) => r.status === 'failed' || r.status === 'cancelled' || r.status === 'skipped', order: -1 },
 ];
 
 const STATUS_LABEL: Record<Recording['status'], string> = {
   scheduled: 'Scheduled', recording: 'Recording', completed: 'Completed', failed: 'Failed', cancelled: 'Cancelled',
+  skipped: 'Skipped', conflict: 'Conflict',
 };
+
+/** Completed recordings of one series together (newest series first), the others one by one. */
+function bySeries(items: Recording[]): { key: string; title: string; items: Recording[] }[] {
+  const groups: { key: string; title: string; items: Recording[] }[] = [];
+  const index = new Map<string, number>();
+  for (const r of items) {
+    const key = r.series_key ?? `rec:${r.id}`;
+    const at = index.get(key);
+    if (at === undefined) { index.set(key, groups.length); groups.push({ key, title: r.title, items: [r] }); } else groups[at].items.push(r);
+  }
+  for (const g of groups) g.items.sort((a, b) => (a.season ?? 0) - (b.season ?? 0) || (a.episode ?? 0) - (b.episode ?? 0) || Date.parse(a.start) - Date.parse(b.start));
+  return groups;
+}
+
+/** "S1 E4 · The Clock". */
+function episodeLabel(r: Recording): string | undefined {
+  const number = r.episode != null ? `${r.season != null ? `S${r.season} ` : ''}E${r.episode}` : undefined;
+  const title = r.episode_title && r.episode_title !== r.title ? r.episode_title : undefined;
+  return [number, title].filter(Boolean).join(' · ') || undefined;
+}
 
 /** A recording that has media to play: finished ones, a running one (playable while it records), and cut-short ones that kept a part. */
 function playable(r: Recording): boolean {
@@ -109,7 +131,9 @@ export function RecordingsView() {
   const remove = async (rec: Recording) => {
     const before = listRef.current ?? [];
     // Scheduled and running ones become cancelled (a running one keeps what it recorded); finished ones go.
-    const after: Recording | null = rec.status === 'scheduled' || rec.status === 'recording' ? { ...rec, status: 'cancelled' } : null;
+    // A rule's airing is skipped: the rule never schedules it again.
+    const after: Recording | null = rec.rule_id != null && (rec.status === 'scheduled' || rec.status === 'conflict') ? { ...rec, status: 'skipped' }
+      : rec.status === 'scheduled' || rec.status === 'recording' ? { ...rec, status: 'cancelled' } : null;
     pending.current.set(rec.id, after);
     setList(after ? before.map((r) => (r.id === rec.id ? after : r)) : before.filter((r) => r.id !== rec.id));
     try {
@@ -144,6 +168,7 @@ export function RecordingsView() {
       <div class="section-head">
         <h1>Recordings</h1>
         {list.length > 0 && <span class="muted">{list.length === 1 ? '1 recording' : `${list.length} recordings`}</span>}
+        <a class="button small" href={href('/recordings/rules')}>Series rules</a>
       </div>
       {error !== undefined && <ErrorNote error={error} onRetry={() => { setError(undefined); setNonce((n) => n + 1); }} />}
       {list.length === 0 && (
@@ -161,9 +186,22 @@ export function RecordingsView() {
         return (
           <section key={group.id} class="section recordings-group" aria-labelledby={`rec-group-${group.id}`}>
             <h2 id={`rec-group-${group.id}`}>{group.title} <span class="recordings-count">{items.length}</span></h2>
-            <ul class="recordings-list">
-              {items.map((r) => <RecordingRow key={r.id} rec={r} channel={channels.get(r.channel_id)} now={now} onRemove={remove} />)}
-            </ul>
+            {group.id === 'completed'
+              ? bySeries(items).map((s) => (s.items.length === 1
+                ? <ul key={s.key} class="recordings-list"><RecordingRow rec={s.items[0]} channel={channels.get(s.items[0].channel_id)} now={now} onRemove={remove} /></ul>
+                : (
+                  <details key={s.key} class="recordings-series">
+                    <summary>{s.title} <span class="recordings-count">{s.items.length}</span></summary>
+                    <ul class="recordings-list">
+                      {s.items.map((r) => <RecordingRow key={r.id} rec={r} channel={channels.get(r.channel_id)} now={now} onRemove={remove} />)}
+                    </ul>
+                  </details>
+                )))
+              : (
+                <ul class="recordings-list">
+                  {items.map((r) => <RecordingRow key={r.id} rec={r} channel={channels.get(r.channel_id)} now={now} onRemove={remove} />)}
+                </ul>
+              )}
           </section>
         );
       })}
@@ -179,7 +217,7 @@ function RecordingRow({ rec, channel, now, onRemove }: {
   const actionRef = useRef<HTMLButtonElement>(null);
   const wasConfirming = useRef(false);
   const titleId = `rec-title-${rec.id}`;
-  const active = rec.status === 'scheduled' || rec.status === 'recording';
+  const active = rec.status === 'scheduled' || rec.status === 'recording' || rec.status === 'conflict';
   const start = Date.parse(rec.start);
   const stop = Date.parse(rec.stop);
   const progress = rec.status === 'recording' && stop > start ? Math.min(1, Math.max(0, (now - start) / (stop - start))) : undefined;
@@ -191,7 +229,8 @@ function RecordingRow({ rec, channel, now, onRemove }: {
     wasConfirming.current = confirming;
   }, [confirming]);
 
-  const question = rec.status === 'scheduled' ? 'Cancel this scheduled recording?'
+  const question = rec.rule_id != null && active && rec.status !== 'recording' ? 'Skip this airing? Its series rule will not record it.'
+    : rec.status === 'scheduled' ? 'Cancel this scheduled recording?'
     : rec.status === 'recording' ? 'Stop recording? What is recorded so far is kept.'
       : 'Delete this recording and its files?';
 
@@ -208,6 +247,8 @@ function RecordingRow({ rec, channel, now, onRemove }: {
         <p class="recordings-meta">
           <span>{channel ? `${channel.tvg_chno ? `${channel.tvg_chno} · ` : ''}${channel.name}` : `Channel ${rec.channel_id}`}</span>
           <span>{timeRange(rec.start, rec.stop)}</span>
+          {episodeLabel(rec) && <span>{episodeLabel(rec)}</span>}
+          {rec.rule_id != null && <span>Series rule</span>}
           {rec.status !== 'scheduled' && (rec.size_bytes ?? 0) > 0 && <span>{formatBytes(rec.size_bytes!)}</span>}
         </p>
         {progress !== undefined && (
@@ -217,6 +258,7 @@ function RecordingRow({ rec, channel, now, onRemove }: {
           </div>
         )}
         {rec.status === 'failed' && rec.error && <p class="recordings-error">{rec.error}</p>}
+        {rec.status === 'conflict' && rec.reason && <p class="recordings-error">{rec.reason}</p>}
       </div>
       <div class="recordings-actions">
         {confirming ? (
