@@ -242,6 +242,17 @@ export interface LiveTvAccess {
    * channel and 409 when every slot is held by other holders.
    */
   hold(channelId: number, label: string): Promise<LiveHold>;
+  /**
+   * Channels whose name or number contains `query`, in channel order, and programmes on
+   * now or later whose title contains it, by start time: up to `limit` of each. Case and
+   * accents aside (programme titles: case aside). (Since SDK 1.1.)
+   */
+  search(query: string, limit: number): Promise<LiveSearchResult>;
+}
+
+export interface LiveSearchResult {
+  channels: { id: number; name: string; number: string; logo: string | null }[];
+  programmes: (LiveProgramme & { subTitle: string | null })[];
 }
 
 export const liveTvService = createServiceRef<LiveTvAccess>({ id: 'live-tv.access', owner: 'live-tv' });
