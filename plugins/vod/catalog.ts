@@ -107,8 +107,8 @@ export class Catalog implements VodCatalogService, VodExtensions {
   async search(user: AuthUser, query: string, limit: number): Promise<CatalogSearchHit[]> {
     const folded = sortTitle(query);
     const libraries = this.db.libraries().filter((l) => l.type !== 'recordings' && this.auth.canAccessLibrary(user, l.id)).map((l) => l.id);
-    const found = await Promise.all((['movie', 'series', 'episode'] as const).map((type) => this.db.search(libraries, type, folded, limit)));
-    return found.flat().map((i) => ({
+    const found = await this.db.search(libraries, ['movie', 'series', 'episode'], folded, limit);
+    return found.map((i) => ({
       id: i.id, libraryId: i.libraryId, type: i.type as CatalogSearchHit['type'], title: i.title, year: i.year,
       seriesTitle: i.seriesTitle, seasonNumber: i.seasonNumber, episodeNumber: i.episodeNumber,
       posterUrl: i.poster && artworkUrl(this.auth, user, i.id, 'poster', i.poster),

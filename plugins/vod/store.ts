@@ -241,23 +241,24 @@ export class VodStore {
   }
 
   /**
-   * Items of one type in these libraries whose sort title (or metadata title) contains
-   * `folded` (a sort title: folded, leading article dropped, see naming.ts): those starting
-   * with it first, then by title. Episodes come with their series' title.
+   * Items of these types in these libraries whose sort title (or metadata title) contains
+   * `folded` (a sort title: folded, leading article dropped, see naming.ts), at most `limit`
+   * of each type: those starting with it first, then by title. Episodes come with their
+   * series' title. One pass over the items for every type (a window per type), since
+   * `%…%` reads every row whatever the filter.
    */
-  async search(libraryIds: number[], type: 'movie' | 'series' | 'episode', folded: string, limit: number): Promise<(Item & { seriesTitle: string | null; poster: ArtworkRef | null })[]> {
-    if (!libraryIds.length || !folded) return [];
+  async search(libraryIds: number[], types: readonly ('movie' | 'series' | 'episode')[], folded: string, limit: number): Promise<(Item & { seriesTitle: string | null; poster: ArtworkRef | null })[]> {
+    if (!libraryIds.length || !types.length || !folded) return [];
     const like = `%${folded}%`;
-    const q = this.itemQuery().whereIn('i.library_id', libraryIds).where('i.type', type)
+    const hits = this.itemQuery().whereIn('i.library_id', libraryIds).whereIn('i.type', types)
       .where((w) => { w.where('i.sort_title', 'like', like).orWhere('m.search_title', 'like', like); })
-      .orderByRaw(`CASE WHEN ${SORT_TITLE} LIKE ? THEN 0 ELSE 1 END, ${SORT_TITLE}, i.id`, [`${folded}%`])
-      .limit(limit)
-      .select([...itemColumns(this.knex), 'm.poster']);
-    if (type === 'episode') {
-      q.leftJoin('vod_items as se', 'se.id', 'i.parent_id').leftJoin('vod_items as sr', 'sr.id', 'se.parent_id')
-        .leftJoin('vod_metadata as sm', 'sm.item_id', 'sr.id').select(this.knex.raw('COALESCE(sm.title, sr.title) AS series_title'));
-    }
-    return (await q).map((r: ItemRow & { poster: string | null; series_title?: string | null }) => ({
+      .leftJoin('vod_items as se', 'se.id', 'i.parent_id').leftJoin('vod_items as sr', 'sr.id', 'se.parent_id')
+      .leftJoin('vod_metadata as sm', 'sm.item_id', 'sr.id')
+      .select([...itemColumns(this.knex), 'm.poster',
+        this.knex.raw(`CASE WHEN i.type = 'episode' THEN COALESCE(sm.title, sr.title) END AS series_title`),
+        this.knex.raw(`ROW_NUMBER() OVER (PARTITION BY i.type ORDER BY CASE WHEN ${SORT_TITLE} LIKE ? THEN 0 ELSE 1 END, ${SORT_TITLE}, i.id) AS rn`, [`${folded}%`])]);
+    const rows = await this.knex.from(hits.as('hits')).where('rn', '<=', limit).orderBy([{ column: 'type' }, { column: 'rn' }]).select('*');
+    return rows.map((r: ItemRow & { poster: string | null; series_title: string | null }) => ({
       ...toItem(r), seriesTitle: r.series_title ?? null, poster: parseJson<ArtworkRef>(r.poster),
     }));
   }
