@@ -140,6 +140,9 @@ t.test('metadata, search, player controls, up next', { skip: skipWithoutChromium
     await page.waitForFunction((id: string) => decodeURIComponent(document.location.hash).includes(`/watch/vod/${id}`), secondId, { timeout: 20_000 });
     await waitForTime(1);
     t.match(await page.locator('.player-detail').textContent(), /S01E02/, 'the next episode plays when the countdown ends');
+    await app.open('/');
+    await page.getByRole('region', { name: 'Continue watching' }).getByRole('link', { name: /Pattern Show · S01E02 · Episode 2, / }).waitFor({ timeout: 15_000 });
+    t.pass('continue watching names the show and the episode');
   });
 
   t.same(app.pageErrors, [], 'no page errors');

@@ -198,7 +198,7 @@ function VodPlayer({ id }: { id: string }) {
   return (
     <div class="vod-player player" ref={frameRef}>
       <video ref={videoRef} class="player-video" playsInline preload="auto" aria-label={head ? `Video: ${head.title}` : 'Video'}
-        onEnded={() => setEnded(true)} />
+        onEnded={() => setEnded(true)} onPlay={() => setEnded(false)} />
       {waiting && !failure && <div class="player-overlay waiting"><Spinner label="Loading video" /></div>}
       {failure && <Failure failure={failure} onRetry={() => reload({})} onBack={back} />}
       {ended && item?.next_episode_id && !failure && <UpNext nextId={item.next_episode_id} onCancel={() => setEnded(false)} />}
@@ -267,6 +267,8 @@ function Chrome(props: ChromeProps) {
     return () => { clearTimeout(timer.current); for (const name of events) frame.removeEventListener(name, wake); };
   }, []);
   const hidden = !active && !paused;
+  // A tap on hidden controls only shows them (touch screens have no hover).
+  const wasHidden = useRef(false);
 
   const toggle = () => { if (!video) return; if (video.paused) void video.play().catch(() => {}); else video.pause(); };
   const seekTo = (t: number) => { if (video && duration) video.currentTime = Math.max(0, Math.min(duration, t)); };
@@ -284,7 +286,8 @@ function Chrome(props: ChromeProps) {
   const how = methodText(info);
 
   return (
-    <div class={`vp-chrome${hidden ? ' hidden' : ''}`} onClick={(e) => { if (e.target === e.currentTarget) toggle(); }}>
+    <div class={`vp-chrome${hidden ? ' hidden' : ''}`} onPointerDownCapture={() => { wasHidden.current = hidden; }}
+      onClick={(e) => { if (e.target === e.currentTarget && !wasHidden.current) toggle(); }}>
       <div class="vp-top">
         <button type="button" class="button ghost player-back" onClick={props.onBack} aria-label="Back">
           <span aria-hidden="true">←</span><span class="player-back-label">Back</span>
@@ -329,7 +332,7 @@ function Chrome(props: ChromeProps) {
               {QUALITIES.map((q, i) => <option key={q.label} value={String(i)}>{q.label}</option>)}
             </select>
           </label>
-          <button type="button" class="vp-button" onClick={fullscreen} aria-label={document.fullscreenElement ? 'Leave full screen' : 'Full screen'}>⛶</button>
+          <button type="button" class="vp-button" onClick={fullscreen} aria-label={document.fullscreenElement ? 'Leave full screen' : 'Full screen'}><Icon d={FULL_SCREEN} /></button>
         </div>
         {how && <p class="vp-method" role="status">{how}</p>}
       </div>
@@ -337,11 +340,22 @@ function Chrome(props: ChromeProps) {
   );
 }
 
+// Icons as paths: the glyphs for these are missing from many system fonts.
+const SPEAKER = 'M3 9v6h4l5 5V4L7 9H3zm13.5 3A4.5 4.5 0 0 0 14 8v8a4.5 4.5 0 0 0 2.5-4z';
+const SPEAKER_MUTED = 'M3 9v6h4l5 5V4L7 9H3zm18.6 .4-1.4-1.4L18 10.2 15.8 8l-1.4 1.4 2.2 2.2-2.2 2.2 1.4 1.4 2.2-2.2 2.2 2.2 1.4-1.4-2.2-2.2z';
+const FULL_SCREEN = 'M4 4h6v2H6v4H4V4zm10 0h6v6h-2V6h-4V4zM4 14h2v4h4v2H4v-6zm14 0h2v6h-6v-2h4v-4z';
+
+function Icon({ d }: { d: string }) {
+  return <svg viewBox="0 0 24 24" width="22" height="22" aria-hidden="true" fill="currentColor"><path d={d} /></svg>;
+}
+
 function Volume({ video }: { video: HTMLVideoElement | null }) {
   const muted = !video || video.muted || video.volume === 0;
   return (
     <span class="vp-volume">
-      <button type="button" class="vp-button" aria-label={muted ? 'Unmute' : 'Mute'} onClick={() => { if (video) video.muted = !video.muted; }}>{muted ? '🔇' : '🔊'}</button>
+      <button type="button" class="vp-button" aria-label={muted ? 'Unmute' : 'Mute'} onClick={() => { if (video) video.muted = !video.muted; }}>
+        <Icon d={muted ? SPEAKER_MUTED : SPEAKER} />
+      </button>
       <input type="range" class="vp-range vp-volume-range" min={0} max={1} step={0.05} value={video?.muted ? 0 : video?.volume ?? 1} aria-label="Volume"
         onInput={(e) => { if (!video) return; video.volume = Number((e.target as HTMLInputElement).value); video.muted = video.volume === 0; }} />
     </span>
