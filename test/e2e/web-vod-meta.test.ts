@@ -1,7 +1,8 @@
 /**
  * The web app's metadata, search, player controls and up next in Chromium:
  * a movie with an NFO and a poster beside it shows its poster, plot, genres
- * and cast (file details under "Details"), its card has the picture; the
+ * and cast (file details under "Details"), its card has the picture, the
+ * library filters by its genre and jumps to its letter; the
  * header's search box finds a movie, a show, a channel and a programme while
  * typing, with fewer requests than keys typed; the VOD player's own controls
  * pause, change the audio track while paused (it stays paused, at the same
@@ -58,6 +59,16 @@ t.test('metadata, search, player controls, up next', { skip: skipWithoutChromium
     await card.waitFor();
     await page.waitForFunction((title: string) => [...document.querySelectorAll('.title-card')].some((c: any) => c.getAttribute('aria-label').startsWith(title) && c.querySelector('img')?.naturalWidth > 0), MEDIA.movie);
     t.pass('its card shows the poster');
+    const cards = () => page.evaluate(() => [...document.querySelectorAll('.library-grid .card-title')].map((c: any) => c.textContent));
+    await page.getByLabel('Genre').selectOption('Documentary');
+    await page.waitForFunction(() => document.location.hash.includes('genre=Documentary') && document.querySelectorAll('.library-grid .card').length === 1);
+    t.strictSame(await cards(), [MEDIA.movie], 'the genre filter keeps the movie its NFO calls a documentary');
+    await page.getByLabel('Genre').selectOption('');
+    await page.getByRole('navigation', { name: 'Jump to letter' }).getByRole('button', { name: 'T' }).click();
+    await page.getByRole('button', { name: 'Back to the start' }).waitFor();
+    t.strictSame(await cards(), [MEDIA.movie], 'the A-Z jump starts the grid at T');
+    await page.getByRole('button', { name: 'Back to the start' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.library-grid .card').length === 2);
     await card.click();
     await page.getByRole('heading', { level: 1, name: MEDIA.movie }).waitFor();
     movieRoute = await page.evaluate(() => document.location.hash.slice(1));
