@@ -42,9 +42,10 @@ t.test('libraries, item page, VOD playback, continue watching', { skip: skipWith
   await page.getByRole('link', { name: new RegExp(MEDIA.movie) }).click();
   await page.getByRole('heading', { level: 1, name: MEDIA.movie }).waitFor();
   await page.getByText('Details').click();
-  await page.getByText(/English \(AAC stereo\)/).first().waitFor();
-  await page.getByText(/French \(AAC mono\)/).first().waitFor();
-  await page.locator('.track-list li').first().waitFor();
+  const details = page.locator('.item-details');
+  await details.getByText(/English \(AAC stereo\)/).first().waitFor();
+  await details.getByText(/French \(AAC mono\)/).first().waitFor();
+  await details.locator('.track-list li').first().waitFor();
   t.pass('the movie page shows its file, audio tracks and subtitle tracks');
   await app.screenshot('item');
 
