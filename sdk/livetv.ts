@@ -346,6 +346,17 @@ export interface LiveTvAccess {
    * 503 when the stream does not start. `signal` (the client went away) closes it. (Since SDK 1.2.)
    */
   mpegTs(channelId: number, options: { label: string; signal?: AbortSignal }): Promise<LiveMpegTs>;
+  /**
+   * Channels whose name or number contains `query`, in channel order, and programmes on
+   * now or later whose title contains it, by start time: up to `limit` of each. Case and
+   * accents aside (programme titles: case aside). (Since SDK 1.2.)
+   */
+  search(query: string, limit: number): Promise<LiveSearchResult>;
+}
+
+export interface LiveSearchResult {
+  channels: { id: number; name: string; number: string; logo: string | null }[];
+  programmes: (LiveProgramme & { subTitle: string | null })[];
 }
 
 export const liveTvService = createServiceRef<LiveTvAccess>({ id: 'live-tv.access', owner: 'live-tv' });

@@ -9,6 +9,10 @@
  *   play listeners, play-info fields, subtitle tracks in manifests).
  *
  *   env.registerInit({ deps: { catalog: vodCatalogService, vod: vodExtensionPoint }, init({ catalog, vod }) { … } })
+ *
+ * - `vodMetadataExtensionPoint`: metadata providers (since SDK 1.1). The
+ *   built-in `local` provider reads NFO files, the images beside the media
+ *   and the tags inside it; a plugin adds another (an online database) after it.
  */
 import { createExtensionPoint, createServiceRef, type ServiceRef } from './refs.js';
 import type { AuthUser } from './services.js';
@@ -29,6 +33,8 @@ export interface CatalogItem {
   episodeNumber: number | null;
   /** ms since epoch: when it appeared (a recording: its start). */
   addedAt?: number;
+  /** Episodes: their series' title (since SDK 1.1). */
+  seriesTitle?: string | null;
 }
 
 export interface CatalogSubtitleStream {
@@ -115,6 +121,33 @@ export interface VodCatalogService {
   nextEpisode(user: AuthUser, id: string): Promise<CatalogItem | undefined>;
   /** Report that a user started playing an item your library provides (vod reports its own). */
   reportPlay(user: AuthUser, item: CatalogItem): void;
+  /**
+   * Movies, series and episodes whose title contains `query` (case, accents and
+   * punctuation aside), up to `limit` of each type, titles starting with it first. (Since SDK 1.1.)
+   */
+  search(user: AuthUser, query: string, limit: number): Promise<CatalogSearchHit[]>;
+}
+
+/** An item a catalog search found. */
+export interface CatalogSearchHit {
+  id: string;
+  libraryId: number;
+  type: 'movie' | 'series' | 'episode';
+  title: string;
+  year: number | null;
+  /** Episodes: their series, season and number. */
+  seriesTitle: string | null;
+  seasonNumber: number | null;
+  episodeNumber: number | null;
+  /** The item's picture for this user (`?width=` may be added), or null when it has none. */
+  posterUrl: string | null;
+}
+
+/** A user's progress through one item, as a plugin keeping it (continue-watching) knows it. */
+export interface WatchState {
+  watched: boolean;
+  /** Seconds reached; 0 when not started. */
+  position: number;
 }
 
 /** What other plugins add to VOD, during their init. */
@@ -131,10 +164,102 @@ export interface VodExtensions {
   addPlayInfoField(name: string, compute: (user: AuthUser, item: CatalogItem) => unknown | Promise<unknown>): void;
   /** Lists subtitle tracks in transcoded manifests (the subtitles plugin adds one). */
   addManifestSubtitles(source: (user: AuthUser, item: CatalogItem, file: CatalogFile) => Promise<ManifestSubtitle[]>): void;
+  /**
+   * Where browsing reads users' watch state (continue-watching sets it; one source): library and
+   * item answers then say what is watched and how far, and libraries filter unwatched titles.
+   * The source answers for the ids it has state for and leaves the others out. (Since SDK 1.1.)
+   */
+  setWatchState(source: (user: AuthUser, ids: readonly string[]) => Promise<ReadonlyMap<string, WatchState>>): void;
+}
+
+// ---- Metadata and artwork (since SDK 1.1)
+
+/** What a metadata provider knows of an item. Every field is optional: a provider gives what it has. */
+export interface ItemMetadata {
+  title?: string;
+  originalTitle?: string;
+  /** The title to order by (`Matrix 1`), when it is not the title itself. */
+  sortTitle?: string;
+  year?: number;
+  plot?: string;
+  tagline?: string;
+  genres?: string[];
+  cast?: CastMember[];
+  directors?: string[];
+  studios?: string[];
+  /** 0 to 10. */
+  rating?: number;
+  /** The age rating as the source writes it (`PG-13`, `FSK 12`). */
+  contentRating?: string;
+  /** Seconds. */
+  runtime?: number;
+  /** YYYY-MM-DD: a movie's release, an episode's first airing, a show's premiere. */
+  premiered?: string;
+  /** Portrait art: a movie's or a show's poster; for an episode, its still. */
+  poster?: ArtworkSource;
+  /** Landscape art for the item page's background (fanart). */
+  backdrop?: ArtworkSource;
+}
+
+export interface CastMember {
+  name: string;
+  role?: string;
+}
+
+/**
+ * Where a picture is: `path`, a file inside one of the item's library folders
+ * (anything else is refused), or `url`, http(s), downloaded once into vod's
+ * image cache when it is first shown.
+ */
+export type ArtworkSource = { path: string } | { url: string };
+
+/** The item a provider is asked about. */
+export interface MetadataRequest {
+  type: 'movie' | 'series' | 'season' | 'episode';
+  itemId: string;
+  libraryId: number;
+  /** As the file and folder names give them. */
+  title: string;
+  year: number | null;
+  seasonNumber: number | null;
+  episodeNumber: number | null;
+  /** Movies and episodes: their media files (absolute paths, best version first). */
+  files: string[];
+  /** The folder that holds this item alone (a movie's own folder, a show's, a season's), or null. */
+  folder: string | null;
+  /** Seasons and episodes: their series, as the names give it. */
+  series?: { title: string; year: number | null; folder: string | null };
+  /** What the providers before this one found (the local one runs first). */
+  found: Readonly<ItemMetadata>;
+  signal: AbortSignal;
+}
+
+export interface MetadataProvider {
+  /** 1-32 of [a-z0-9-]; `local` is the built-in one. */
+  id: string;
+  name: string;
+  /**
+   * What it knows of the item, or undefined. Fields a provider before it gave are kept
+   * (local files win); a provider that throws is left out for that item, which is asked
+   * again at the next scan.
+   */
+  fetch(request: MetadataRequest): Promise<ItemMetadata | undefined>;
+}
+
+export interface MetadataRegistry {
+  /** Adds a provider during init; providers run after the built-in local one, in the order added. */
+  addProvider(provider: MetadataProvider): void;
 }
 
 export const vodCatalogService = createServiceRef<VodCatalogService>({ id: 'vod.catalog', owner: 'vod' });
 export const vodExtensionPoint = createExtensionPoint<VodExtensions>({ id: 'vod.extensions', owner: 'vod' });
+/**
+ * Metadata providers: vod asks them, after its local one, about every item a scan
+ * finds new or changed (and about all items once when the providers change).
+ *
+ *   env.registerInit({ deps: { metadata: vodMetadataExtensionPoint }, init({ metadata }) { metadata.addProvider(myProvider); } })
+ */
+export const vodMetadataExtensionPoint = createExtensionPoint<MetadataRegistry>({ id: 'vod.metadata', owner: 'vod' });
 
 /** @deprecated since SDK 1.1: SDK 1.0's catalog, lookups and additions in one; use vodCatalogService and vodExtensionPoint. */
 export interface VodCatalog extends VodCatalogService, VodExtensions {}

@@ -12,7 +12,7 @@
  * explicit user actions (watched, unwatched, delete) are written before they
  * are answered.
  */
-import { errors, type AuthService, type AuthUser, type CatalogItem, type ContentType, type Logger, type VodCatalogService } from 'antenna/sdk';
+import { errors, type AuthService, type AuthUser, type CatalogItem, type ContentType, type Logger, type VodCatalogService, type WatchState } from 'antenna/sdk';
 import type { Change, Entry, EntryStore } from './store.js';
 
 /** Past this fraction of its duration a video counts as watched and leaves the list. */
@@ -145,6 +145,22 @@ export class ContinueWatching {
         ? { ...old, ...meta(item), updatedAt: this.stamp() }
         : { ...meta(item), position: 0, duration: ms(item.duration), watched: false, updatedAt: this.stamp() });
     }).catch((err) => this.log.warn({ err, videoId: item.id }, 'continue-watching entry not started'));
+  }
+
+  /** Browsing's watch state (vod's setWatchState): the user's entries among these ids. */
+  async states(user: AuthUser, ids: readonly string[]): Promise<Map<string, WatchState>> {
+    const entries = await this.entriesOf(user.id);
+    const out = new Map<string, WatchState>();
+    for (const id of ids) {
+      const e = entries.get(id);
+      if (e) out.set(id, { watched: e.watched, position: e.position });
+    }
+    return out;
+  }
+
+  /** The catalog's item of a video, as last looked up (the entries answered were). */
+  catalogItem(videoId: string): CatalogItem | undefined {
+    return this.items.get(videoId)?.item;
   }
 
   /** play-info's `resume_position`: where an unfinished video was left, when past its start. */

@@ -35,6 +35,7 @@ export default definePlugin({
         const entries = new ContinueWatching(new EntryStore(db, logger), catalog, auth, logger, () => clock.now(), parseDuration(flushInterval));
         vod.onPlay((user, item) => entries.played(user, item));
         vod.addPlayInfoField('resume_position', (user, item) => entries.resumePosition(user, item));
+        vod.setWatchState((user, ids) => entries.states(user, ids));
         continueWatchingRoutes(http, { auth, entries });
         // The database dropped a removed user's rows; what is kept for them here goes too.
         events.on('user.deleted', (payload) => entries.forget((payload as { id: number }).id));

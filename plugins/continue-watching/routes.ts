@@ -4,7 +4,7 @@
  * shows no bodies for the updates: they answer 200 with the entry, DELETE with
  * {"ok":true}.
  */
-import { Type, type AuthService, type HttpScope, type Static } from 'antenna/sdk';
+import { Type, type AuthService, type CatalogItem, type HttpScope, type Static } from 'antenna/sdk';
 import { WATCHED_FRACTION, type ContinueWatching } from './entries.js';
 import type { Entry } from './store.js';
 
@@ -20,6 +20,9 @@ const EntrySchema = Type.Object({
   duration: Type.Number({ description: 'Seconds; as the player last reported it, else the catalog\'s (0 = unknown)' }),
   watched: Type.Boolean({ description: `True past ${WATCHED_FRACTION * 100} % of the duration or after PATCH …/watched; watched entries are not listed` }),
   updated_at: Type.String({ format: 'date-time', description: 'Last progress report, play or change (UTC)' }),
+  series_title: Type.Union([Type.String(), Type.Null()], { description: 'Episodes: their series' }),
+  season_number: Type.Union([Type.Integer(), Type.Null()]),
+  episode_number: Type.Union([Type.Integer(), Type.Null()]),
 });
 
 const Params = Type.Object({
@@ -42,13 +45,16 @@ const NOT_FOUND = '404 for an unknown id, or one in a library the user may not s
 const errorsOf = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 const tags = ['continue-watching'];
 
-const view = (e: Entry) => ({
+const view = (e: Entry, item: CatalogItem | undefined) => ({
   videoId: e.videoId, libraryId: e.libraryId, contentType: e.contentType, title: e.title,
   position: e.position, duration: e.duration, watched: e.watched, updated_at: new Date(e.updatedAt).toISOString(),
+  series_title: item?.seriesTitle ?? null, season_number: item?.seasonNumber ?? null, episode_number: item?.episodeNumber ?? null,
 });
 
 export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthService; entries: ContinueWatching }): void {
   const { auth, entries } = deps;
+  // Every entry answered was just looked up in the catalog, so its item is remembered.
+  const show = (e: Entry) => view(e, entries.catalogItem(e.videoId));
   const videoId = (request: { params: unknown }) => (request.params as Static<typeof Params>).videoId;
 
   http.get('/api/continue-watching', {
@@ -61,7 +67,7 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
   }, async (request) => {
     const query = request.query as Static<typeof ListQuery>;
     const { items, total } = await entries.list(auth.requireUser(request), query);
-    return { items: items.map(view), total };
+    return { items: items.map(show), total };
   });
 
   http.get('/api/continue-watching/:videoId', {
@@ -73,7 +79,7 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
     },
   }, async (request) => {
     const state = await entries.state(auth.requireUser(request), videoId(request));
-    const entry = view(state.entry);
+    const entry = show(state.entry);
     return { ...entry, updated_at: state.played ? entry.updated_at : null };
   });
 
@@ -87,7 +93,7 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
     },
   }, async (request) => {
     const body = request.body as Static<typeof ProgressBody>;
-    return view(await entries.progress(auth.requireUser(request), videoId(request), body.position, body.duration));
+    return show(await entries.progress(auth.requireUser(request), videoId(request), body.position, body.duration));
   });
 
   http.patch('/api/continue-watching/:videoId/watched', {
@@ -97,7 +103,7 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
       params: Params,
       response: { 200: EntrySchema, ...errorsOf },
     },
-  }, async (request) => view(await entries.mark(auth.requireUser(request), videoId(request), true)));
+  }, async (request) => show(await entries.mark(auth.requireUser(request), videoId(request), true)));
 
   http.patch('/api/continue-watching/:videoId/unwatched', {
     schema: {
@@ -106,7 +112,7 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
       params: Params,
       response: { 200: EntrySchema, ...errorsOf },
     },
-  }, async (request) => view(await entries.mark(auth.requireUser(request), videoId(request), false)));
+  }, async (request) => show(await entries.mark(auth.requireUser(request), videoId(request), false)));
 
   http.delete('/api/continue-watching/:videoId', {
     schema: {

@@ -595,6 +595,25 @@ export class GuideStore {
     return rows.map(airingOf);
   }
 
+  /**
+   * Programmes still to end after `from` whose title contains `text` (case aside), by start: what
+   * a search finds. `start` bounds the index range (programmes longer than a day are not looked for).
+   */
+  async searchTitles(text: string, from: number, limit: number): Promise<(StoredProgram & { subTitle: string | null })[]> {
+    const like = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const rows = await this.knex('livetv_channel_guide as m')
+      .join('livetv_guide_sources as s', 's.id', 'm.source_id')
+      .join('livetv_programs as p', function () {
+        this.on('p.source_id', 'm.source_id').andOn('p.generation', 's.generation').andOn('p.guide_id', 'm.guide_id');
+      })
+      .where('p.start', '>', from - 86_400_000).where('p.stop', '>', from)
+      .whereRaw(`p.title ${isSqlite(this.knex) ? 'LIKE' : 'ILIKE'} ? ESCAPE '\\'`, [like])
+      .orderBy([{ column: 'p.start' }, { column: 'm.channel_id' }])
+      .limit(limit)
+      .select('m.channel_id', 'p.id', 'p.title', 'p.sub_title', 'p.start', 'p.stop');
+    return rows.map((r) => ({ id: Number(r.id), channelId: r.channel_id, title: r.title, subTitle: r.sub_title || null, start: Number(r.start), stop: Number(r.stop) }));
+  }
+
   /** One programme on one channel (what the DVR records). */
   async program(channelId: number, id: number): Promise<StoredProgram | undefined> {
     const r = await this.current().where({ 'm.channel_id': channelId, 'p.id': id }).first('m.channel_id', ...AIRING_SELECT);

@@ -15,7 +15,8 @@ import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
 import { Favorites } from './favorites.js';
-import { liveTvRoutes } from './routes.js';
+import { liveTvRoutes, searchChannels } from './routes.js';
+import { fold } from './text.js';
 import { LiveSessions } from './live/sessions.js';
 import { watchRoutes } from './live/routes.js';
 import { adminSourceRoutes } from './admin-routes.js';
@@ -228,6 +229,17 @@ function accessService(
     hold,
     async mpegTs(channelId, { label, signal }) {
       return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal });
+    },
+    async search(query, limit) {
+      const q = fold(query);
+      if (!q || limit <= 0) return { channels: [], programmes: [] };
+      const [snapshot, icons, programmes] = await Promise.all([
+        service.channels.current(), service.guide.channelIcons(), service.guide.searchTitles(q, Date.now(), limit),
+      ]);
+      const channels = (await searchChannels(snapshot.channels, q)).slice(0, limit)
+        .map((c) => ({ id: c.id, name: c.name, number: c.number, logo: c.logo ?? icons.get(c.id) ?? null }));
+      // A programme of a channel that is not listed now (its tuner removed) is not one to show.
+      return { channels, programmes: programmes.filter((p) => snapshot.byId.has(p.channelId)) };
     },
   };
 }

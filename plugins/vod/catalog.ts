@@ -1,15 +1,27 @@
 /**
  * What the vod plugin offers the plugins that build on VOD: lookups
- * (vodCatalogService) and what they add to play-info, manifests and the
- * libraries (vodExtensionPoint). One object serves both, as SDK 1.0's VodCatalogService did.
+ * (vodCatalogService) and what they add to play-info, manifests, the
+ * libraries and browsing (vodExtensionPoint). One object serves both, as SDK
+ * 1.0's VodCatalogService did.
  */
-import type { AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, Logger, ManifestSubtitle, VodCatalogService, VodExtensions } from 'antenna/sdk';
+import type {
+  AuthService, AuthUser, CatalogFile, CatalogItem, CatalogLibrarySource, CatalogSearchHit, Logger, ManifestSubtitle,
+  VodCatalogService, VodExtensions, WatchState,
+} from 'antenna/sdk';
 import { isItemId } from './access.js';
+import type { ArtworkKind, ArtworkRef } from './artwork.js';
 import { PLAYABLE, type Item, type MediaFile } from './model.js';
+import { sortTitle } from './naming.js';
 import type { VodStore } from './store.js';
 
 type PlayInfoField = { name: string; compute: (user: AuthUser, item: CatalogItem) => unknown | Promise<unknown> };
 type SubtitleSource = (user: AuthUser, item: CatalogItem, file: CatalogFile) => Promise<ManifestSubtitle[]>;
+type WatchStateSource = (user: AuthUser, ids: readonly string[]) => Promise<ReadonlyMap<string, WatchState>>;
+
+/** The URL of an item's picture for a user: it carries the picture's tag (a new picture, a new URL) and a key for that item's pictures. */
+export function artworkUrl(auth: AuthService, user: AuthUser, itemId: string, kind: ArtworkKind, ref: ArtworkRef): string {
+  return `/api/items/${itemId}/images/${kind}?tag=${ref.tag}&key=${auth.signMediaKey(user, `vod-image:${itemId}`)}`;
+}
 
 export function toCatalogFile(file: MediaFile): CatalogFile {
   return { path: file.path, size: file.size, mtimeMs: file.mtimeMs, duration: file.info?.duration ?? 0, subtitles: file.info?.subtitles ?? [] };
@@ -21,15 +33,18 @@ export class Catalog implements VodCatalogService, VodExtensions {
   private readonly subtitleSources: SubtitleSource[] = [];
   /** Libraries other plugins provide, by library id. */
   private readonly provided = new Map<number, CatalogLibrarySource>();
+  private watchState?: WatchStateSource;
 
   constructor(private readonly db: VodStore, private readonly auth: AuthService, private readonly log: Logger) {}
 
   async toCatalogItem(item: Item): Promise<CatalogItem> {
     const versions = await this.db.versions(item.id);
     const season = item.type === 'episode' && item.parentId ? await this.db.item(item.parentId) : undefined;
+    const series = season?.parentId ? await this.db.item(season.parentId) : undefined;
     return {
       id: item.id, libraryId: item.libraryId, contentType: item.type === 'episode' ? 'episode' : 'movie', title: item.title,
       duration: versions[0]?.info?.duration ?? 0, seriesId: season?.parentId ?? null, seasonNumber: item.seasonNumber, episodeNumber: item.episodeNumber,
+      seriesTitle: series?.title ?? null,
     };
   }
 
@@ -91,6 +106,31 @@ export class Catalog implements VodCatalogService, VodExtensions {
     const at = episodes.findIndex((e) => e.id === item.id);
     const next = at >= 0 ? episodes[at + 1] : undefined;
     return next && this.toCatalogItem(next);
+  }
+
+  async search(user: AuthUser, query: string, limit: number): Promise<CatalogSearchHit[]> {
+    const folded = sortTitle(query);
+    const libraries = this.db.libraries().filter((l) => l.type !== 'recordings' && this.auth.canAccessLibrary(user, l.id)).map((l) => l.id);
+    const found = await this.db.search(libraries, ['movie', 'series', 'episode'], folded, limit);
+    return found.map((i) => ({
+      id: i.id, libraryId: i.libraryId, type: i.type as CatalogSearchHit['type'], title: i.title, year: i.year,
+      seriesTitle: i.seriesTitle, seasonNumber: i.seasonNumber, episodeNumber: i.episodeNumber,
+      posterUrl: i.poster && artworkUrl(this.auth, user, i.id, 'poster', i.poster),
+    }));
+  }
+
+  setWatchState(source: WatchStateSource): void {
+    if (this.watchState) throw new Error('a watch-state source is set already');
+    this.watchState = source;
+  }
+
+  /** The user's watch state of these items, when a plugin keeps it (else undefined). */
+  async watchStates(user: AuthUser, ids: readonly string[]): Promise<ReadonlyMap<string, WatchState> | undefined> {
+    if (!this.watchState) return undefined;
+    return this.watchState(user, ids).catch((err) => {
+      this.log.warn({ err }, 'watch state left out');
+      return undefined;
+    });
   }
 
   onPlay(listener: (user: AuthUser, item: CatalogItem) => void): void {

@@ -1,13 +1,21 @@
 /**
- * vod: movie and show libraries. Scans folders with ffprobe, serves browsing
- * (/libraries, /library/{id}, /item/{id}), decides how each client plays a
+ * vod: movie and show libraries. Scans folders with ffprobe, reads metadata
+ * and artwork (NFO files, images beside the media, tags and cover art inside
+ * it, and what metadata-provider plugins add), serves browsing (/libraries,
+ * /library/{id}, /item/{id}) and pictures, decides how each client plays a
  * file (/watch/vod/{id}/play-info), serves the file itself with ranges, and
  * transcodes or remuxes on demand into full-length, seekable HLS and DASH.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { coreServices, createServiceRef, definePlugin, Duration, parseDuration, Type, vodCatalogService, vodExtensionPoint, type Static } from 'antenna/sdk';
+import {
+  coreServices, createServiceRef, definePlugin, Duration, parseDuration, Type, vodCatalogService, vodExtensionPoint, vodMetadataExtensionPoint,
+  type MetadataProvider, type Static,
+} from 'antenna/sdk';
+import { Artwork } from './artwork.js';
+import { artworkRoutes } from './artwork-routes.js';
+import { MetadataRefresher } from './metadata/refresh.js';
 import { Catalog } from './catalog.js';
 import { migrations } from './migrations.js';
 import { DEMO_LIBRARIES, ensureDemoMedia } from './demo-library.js';
@@ -60,15 +68,24 @@ export default definePlugin({
   configSchema,
   migrations,
   register(env) {
+    const providers: MetadataProvider[] = [];
+    env.registerExtensionPoint(vodMetadataExtensionPoint, {
+      addProvider(provider) {
+        if (!/^[a-z0-9-]{1,32}$/.test(provider.id)) throw new Error(`metadata provider id ${JSON.stringify(provider.id)} must be 1-32 of a-z, 0-9 and -`);
+        if (provider.id === 'local' || providers.some((p) => p.id === provider.id)) throw new Error(`a metadata provider ${provider.id} is added already`);
+        providers.push(provider);
+      },
+    });
+
     env.registerInit({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
-        paths: coreServices.paths, transcodes: coreServices.transcodes, settings: coreServices.settings,
+        paths: coreServices.paths, transcodes: coreServices.transcodes, settings: coreServices.settings, sources: coreServices.sources,
       },
       provides: { catalog: vodCatalogService, extensions: vodExtensionPoint, scanning: scanningService },
-      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, settings }) {
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, settings, sources }) {
         const store = new VodStore(db);
         const demoDir = path.join(host.dataDir, 'demo-media');
         const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
@@ -78,9 +95,11 @@ export default definePlugin({
         ];
         await store.syncLibraries(libraries(cfg));
         const catalog = new Catalog(store, auth, logger);
-        const scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency });
+        const metadata = new MetadataRefresher(store, () => providers, logger, () => clock.now());
+        const scanner = new LibraryScanner(db, store, ffmpeg, jobs, logger, () => clock.now(), { concurrency: cfg.scanConcurrency }, metadata);
 
         const pluginDir = await paths.pluginDir();
+        const artwork = new Artwork(ffmpeg, sources, path.join(pluginDir, 'images'), logger);
         const workDir = path.join(pluginDir, 'transcode');
         const tokens = await VariantTokens.load(pluginDir);
         // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
@@ -92,10 +111,18 @@ export default definePlugin({
           workDir, segmentSeconds: cfg.segmentSeconds, idleTimeoutMs: parseDuration(cfg.idleTimeout), preset: cfg.preset,
         });
         browseRoutes(http, { auth, store, catalog });
+        artworkRoutes(http, { auth, store, artwork });
         playRoutes(http, { auth, store, host, tokens, logger, catalog });
         transcodeRoutes(http, { auth, store, host, transcoder, tokens, catalog });
 
-        scheduler.handle(SCAN_KIND, async () => { await scanner.scanAll(); });
+        /** Every library, then the pictures no item uses any more leave the cache. */
+        const scanAll = async () => {
+          const summaries = await scanner.scanAll();
+          const removed = await artwork.sweep(await store.artworkTags());
+          if (removed) logger.debug({ removed }, 'pictures no item uses were removed from the cache');
+          return summaries;
+        };
+        scheduler.handle(SCAN_KIND, async () => { await scanAll(); });
         const scheduleScans = async (interval: string) => {
           const everyMs = parseDuration(interval);
           if (everyMs > 0) await scheduler.schedule({ id: 'vod:scan', kind: SCAN_KIND, at: clock.now() + everyMs, everyMs });
@@ -124,7 +151,7 @@ export default definePlugin({
           await scheduleScans(cfg.scanInterval);
           if (cfg.initialScan === 'skip' || !store.libraries().length) return;
           const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve())
-            .then(() => scanner.scanAll()); // the scanner logs one summary line per library
+            .then(scanAll); // the scanner logs one summary line per library
           if (cfg.initialScan === 'await') await scanning;
           else scanning.catch((err) => logger.error({ err }, 'initial scan failed'));
         });

@@ -49,4 +49,33 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    name: '002_metadata',
+    async up(knex) {
+      // What the metadata providers said of each item (metadata/refresh.ts), read with the item.
+      await knex.schema.createTable('vod_metadata', (t) => {
+        t.string('item_id', 32).primary();
+        t.integer('library_id').notNullable().references('vod_libraries.id').onDelete('CASCADE');
+        t.string('fingerprint', 64).notNullable();      // of what it was read from; '' = read again at the next scan
+        t.string('title', 512).nullable();              // shown instead of the name's
+        t.string('sort_title', 512).nullable();
+        t.string('search_title', 1024).nullable();      // folded title and original title
+        t.integer('year').nullable();
+        t.float('rating').nullable();
+        t.integer('runtime').nullable();                // seconds: the provider's, else the default version's
+        t.text('details').notNullable().defaultTo('{}'); // plot, cast, genres… (JSON)
+        t.text('poster').nullable();                    // where the picture is (JSON), see artwork.ts
+        t.text('backdrop').nullable();
+        t.bigInteger('updated_at').notNullable();
+        t.index(['library_id']);
+      });
+      await knex.schema.createTable('vod_genres', (t) => {
+        t.string('item_id', 32).notNullable();
+        t.integer('library_id').notNullable().references('vod_libraries.id').onDelete('CASCADE');
+        t.string('genre', 128).notNullable();
+        t.primary(['item_id', 'genre']);
+        t.index(['library_id', 'genre']);
+      });
+    },
+  },
 ];

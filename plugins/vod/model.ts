@@ -45,6 +45,15 @@ export interface AudioInfo {
 /** The same as the SDK's, which subtitle plugins read from the catalog. */
 export type SubtitleInfo = CatalogSubtitleStream;
 
+/** The container's own tags that metadata reads (MP4 atoms, Matroska tags). */
+export interface MediaTags {
+  title?: string;
+  description?: string;
+  genre?: string;
+  /** As written: a year, or a date starting with one. */
+  date?: string;
+}
+
 export interface MediaInfo {
   /** Container as clients name it: mkv, mp4, webm, avi, ts… */
   container: string;
@@ -55,6 +64,8 @@ export interface MediaInfo {
   video: VideoInfo | null;
   audio: AudioInfo[];
   subtitles: SubtitleInfo[];
+  /** Absent in scans made before tags were read. */
+  tags?: MediaTags;
 }
 
 export interface MediaFile {
@@ -126,6 +137,20 @@ const lang = (tags: Record<string, string> | undefined): string | null => {
 /** Matroska files written by mkvmerge carry each stream's bitrate as a BPS tag. */
 const bpsTag = (tags: Record<string, string> | undefined): number | null => num(tags?.BPS ?? tags?.['BPS-eng']);
 
+const TAG_NAMES: [keyof MediaTags, string[]][] = [
+  ['title', ['title']], ['description', ['synopsis', 'description', 'summary']], ['genre', ['genre']], ['date', ['date_released', 'date', 'year']],
+];
+
+function mediaTags(tags: Record<string, string> | undefined): MediaTags {
+  const lower = new Map(Object.entries(tags ?? {}).map(([k, v]) => [k.toLowerCase(), String(v).trim()]));
+  const out: MediaTags = {};
+  for (const [name, keys] of TAG_NAMES) {
+    const value = keys.map((k) => lower.get(k)).find((v) => v);
+    if (value) out[name] = value.slice(0, 4000);
+  }
+  return out;
+}
+
 /** The summary of an ffprobe result that browsing and the play decision use. */
 export function mediaInfoFromProbe(probe: ProbeResult, filePath: string): MediaInfo {
   const streams = probe.streams ?? [];
@@ -164,5 +189,6 @@ export function mediaInfoFromProbe(probe: ProbeResult, filePath: string): MediaI
       default: Boolean(s.disposition?.default),
       forced: Boolean(s.disposition?.forced),
     })),
+    tags: mediaTags(probe.format.tags),
   };
 }

@@ -39,6 +39,8 @@ const PlayInfo = Type.Object({
   url: Type.String({ description: 'Path to request next: the /file path for direct play, else master.mpd (DASH-only devices) or master.m3u8; carries a signed key' }),
   format: Type.Union([Type.Literal('mkv'), Type.Literal('mp4'), Type.Literal('dash'), Type.Literal('hls')]),
   resume_position: Type.Optional(Type.Number({ description: 'Seconds to resume from, when the user has progress (continue-watching)' })),
+  reasons: Type.Optional(Type.Array(Type.String(), { description: 'Not direct: why the file is not played directly (`video codec hevc not supported`, `container mkv not supported`…)' })),
+  height: Type.Optional(Type.Integer({ description: 'Transcode: the height it is encoded at' })),
   // Other plugins may add fields through the VOD catalog's addPlayInfoField.
 }, { additionalProperties: true });
 const RedirectNotice = Type.Object({
@@ -168,7 +170,9 @@ export function playRoutes(http: HttpScope, deps: { auth: AuthService; store: Vo
     else {
       const { p, decision, url, format } = await plan(request, item_id, request.query as PlayQueryT);
       ({ user, item } = p);
-      body = { method: decision.method, url, format };
+      // Why it is not direct (a player shows it beside the quality); direct play answers only the spec's fields.
+      body = decision.method === 'direct' ? { method: decision.method, url, format }
+        : { method: decision.method, url, format, reasons: decision.reasons, ...(decision.height ? { height: decision.height } : {}) };
     }
     if (!catalog) return body;
     if (provided) catalog.reportPlay(user, provided.item);

@@ -14,6 +14,9 @@
  * - Writes happen in batches, each in one transaction (files with their items),
  *   and removals at the end in one more; a crash mid-scan leaves a consistent
  *   library, and the next scan skips what was already probed.
+ * - Then the items whose files, names or metadata files changed get their
+ *   metadata read (metadata/refresh.ts), from the NFO and image files the walk
+ *   noted beside the media.
  */
 import { createHash } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
@@ -21,8 +24,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Database, FfmpegService, JobContext, JobManager, Logger } from 'antenna/sdk';
 import { mediaInfoFromProbe, type Library, type MediaFile } from './model.js';
+import { isSidecar, type SidecarIndex } from './metadata/local-provider.js';
+import type { MetadataRefresher } from './metadata/refresh.js';
 import { isExtraFile, isExtrasFolder, isMediaFile, parseEpisode, parseMovie, foldTitle, sortTitle } from './naming.js';
 import type { FileRow, ItemRow, VodStore } from './store.js';
+import { pool } from './pool.js';
 
 export interface ScanSummary {
   libraryId: number;
@@ -38,6 +44,8 @@ export interface ScanSummary {
   items: number;
   /** ffprobe runs during this scan. */
   probed: number;
+  /** Items whose metadata was read (new or changed). */
+  metadata: number;
   ms: number;
 }
 
@@ -118,6 +126,8 @@ export class LibraryScanner {
     private readonly now: () => number,
     /** Read at the start of each scan: a change applies from the next one. */
     readonly options: { concurrency: number },
+    /** Reads the items' metadata after each scan (none: titles and years come from the names alone). */
+    private readonly metadata?: MetadataRefresher,
   ) {}
 
   /** One scan per library at a time: run it as a job `vod:scan:<libraryId>` (jobs.ensure) so concurrent callers share it and GET /api/jobs shows progress. */
@@ -174,7 +184,7 @@ export class LibraryScanner {
       for (const listener of ctx.data.listeners) listener(fraction, message);
     };
     progress(0, 'reading folders');
-    const { found, unavailable } = await this.walkLibrary(library, ctx.signal);
+    const { found, unavailable, sidecars } = await this.walkLibrary(library, ctx.signal);
     if (ctx.signal.aborted) return;
     const existing = await this.store.filesOfLibrary(library.id);
     const existingItems = await this.store.itemRowsOfLibrary(library.id);
@@ -247,7 +257,7 @@ export class LibraryScanner {
       }
       pending.push(fileRow(library.id, p.id, p.chain[p.chain.length - 1].id, p.f, p.label, result.info, result.error, now));
       done++;
-      progress(0.05 + (0.9 * done) / total, `probing ${done}/${total}`);
+      progress(0.05 + (0.8 * done) / total, `probing ${done}/${total}`);
       if (pending.length >= BATCH) await flush();
     });
     if (ctx.signal.aborted) {
@@ -255,7 +265,7 @@ export class LibraryScanner {
       await flush().catch((err) => this.logger.warn({ err, libraryId: library.id }, 'could not save a stopped scan\'s results'));
       return;
     }
-    progress(0.95, 'saving');
+    progress(0.85, 'saving');
 
     // Removals: files gone from folders we could read. Rows under an unavailable folder stay, and so do their items.
     const under = (p: string) => unavailable.some((dir) => p === dir || p.startsWith(dir + path.sep));
@@ -291,10 +301,19 @@ export class LibraryScanner {
       await this.store.deleteItems(trx, removedItems);
     });
 
+    let metadata = 0;
+    if (this.metadata) {
+      progress(0.9, 'reading metadata');
+      const files = [...(await this.store.filesOfLibrary(library.id)).values()].filter((f) => f.info);
+      ({ read: metadata } = await this.metadata.refresh({ library, items: wanted, files, sidecars, unavailable }, ctx.signal,
+        (f) => progress(0.9 + 0.09 * f, 'reading metadata')));
+      if (ctx.signal.aborted) return;
+    }
+
     const summary: ScanSummary = {
       libraryId: library.id, library: library.name,
       files: seen.size + [...existing.keys()].filter((p) => !seen.has(p) && under(p)).length,
-      added, changed, removed: removedFiles.length, unreadable, items: wanted.size, probed,
+      added, changed, removed: removedFiles.length, unreadable, items: wanted.size, probed, metadata,
       ms: Math.round(performance.now() - started),
     };
     ctx.data.summary = summary;
@@ -317,12 +336,19 @@ export class LibraryScanner {
     }
   }
 
-  /** Media files under every folder of the library, in path order; folders that could not be read are listed. */
-  private async walkLibrary(library: Library, signal: AbortSignal): Promise<{ found: Found[]; unavailable: string[] }> {
+  /** Media files under every folder of the library, in path order, and the metadata files beside them; folders that could not be read are listed. */
+  private async walkLibrary(library: Library, signal: AbortSignal): Promise<{ found: Found[]; unavailable: string[]; sidecars: SidecarIndex }> {
     const byPath = new Map<string, Found>();
     const unavailable: string[] = [];
+    const sidecars: SidecarIndex = new Map();
+    const onSidecar = (f: Found) => {
+      const dir = path.dirname(f.path);
+      let files = sidecars.get(dir);
+      if (!files) sidecars.set(dir, (files = new Map()));
+      files.set(path.basename(f.path).toLowerCase(), { path: f.path, size: f.size, mtimeMs: f.mtimeMs });
+    };
     for (const root of library.paths) {
-      await walk(root, signal, (f) => { if (!byPath.has(f.path)) byPath.set(f.path, f); }, (dir, err) => {
+      await walk(root, signal, (f) => { if (!byPath.has(f.path)) byPath.set(f.path, f); }, onSidecar, (dir, err) => {
         unavailable.push(dir);
         this.logger.warn({ libraryId: library.id, dir, error: (err as Error).message }, dir === root
           ? 'library folder missing or unreadable; its files are kept as they are'
@@ -330,7 +356,7 @@ export class LibraryScanner {
       });
     }
     const found = [...byPath.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return { found, unavailable };
+    return { found, unavailable, sidecars };
   }
 }
 
@@ -366,22 +392,13 @@ function sameItem(a: ItemRow, b: ItemRow | undefined): boolean {
     && a.year === b.year && a.season === b.season && a.episode === b.episode;
 }
 
-/** Runs `work` over `items`, at most `concurrency` at once; stops taking new ones when aborted. */
-async function pool<T>(items: T[], concurrency: number, signal: AbortSignal, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length && !signal.aborted) await work(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
-}
-
 /**
- * Walks `root` depth-first: hidden entries, extras folders and non-media files
- * are skipped; symlinks are followed, but a directory already visited (same
- * device and inode) is not entered again, so links cannot loop. Returns false
- * when the root itself could not be read.
+ * Walks `root` depth-first: hidden entries, extras folders and files that are
+ * neither media nor metadata (NFO, images) are skipped; symlinks are followed,
+ * but a directory already visited (same device and inode) is not entered again,
+ * so links cannot loop. Returns false when the root itself could not be read.
  */
-async function walk(root: string, signal: AbortSignal, onFile: (f: Found) => void, onUnreadable: (dir: string, err: unknown) => void): Promise<boolean> {
+async function walk(root: string, signal: AbortSignal, onFile: (f: Found) => void, onSidecar: (f: Found) => void, onUnreadable: (dir: string, err: unknown) => void): Promise<boolean> {
   const visited = new Set<string>();
   try {
     const s = await stat(root);
@@ -406,7 +423,8 @@ async function walk(root: string, signal: AbortSignal, onFile: (f: Found) => voi
       const full = path.join(dir, entry.name);
       const isDir = entry.isDirectory();
       const maybeMedia = entry.isFile() && isMediaFile(entry.name);
-      if (!isDir && !maybeMedia && !entry.isSymbolicLink()) return;
+      const maybeSidecar = entry.isFile() && isSidecar(entry.name);
+      if (!isDir && !maybeMedia && !maybeSidecar && !entry.isSymbolicLink()) return;
       let s;
       try {
         s = await stat(full);
@@ -423,6 +441,8 @@ async function walk(root: string, signal: AbortSignal, onFile: (f: Found) => voi
         stack.push(full);
       } else if (s.isFile() && isMediaFile(entry.name) && !isExtraFile(entry.name)) {
         onFile({ path: full, rel: path.relative(root, full), size: s.size, mtimeMs: Math.trunc(s.mtimeMs) });
+      } else if (s.isFile() && isSidecar(entry.name)) {
+        onSidecar({ path: full, rel: path.relative(root, full), size: s.size, mtimeMs: Math.trunc(s.mtimeMs) });
       }
     }));
   }

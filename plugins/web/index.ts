@@ -72,7 +72,7 @@ export default definePlugin({
   description: 'The web client: sign in, live TV and guide, recordings, libraries and playback',
   configSchema,
   // The app uses every feature's routes; listing web brings them all (PRODUCT.md §1).
-  dependsOn: ['live-tv', 'vod', 'dvr', 'subtitles', 'continue-watching'],
+  dependsOn: ['live-tv', 'vod', 'dvr', 'subtitles', 'continue-watching', 'search'],
   register(env) {
     env.registerInit({
       deps: { http: coreServices.http, logger: coreServices.logger },

@@ -33,7 +33,7 @@ t.test('libraries, item page, VOD playback, continue watching', { skip: skipWith
   await page.getByRole('link', { name: 'Movies', exact: true }).click();
   await page.getByRole('heading', { level: 1, name: 'Movies' }).waitFor();
   await page.getByRole('link', { name: /Direct Clip/ }).waitFor();
-  await page.getByRole('button', { name: 'Year' }).click();
+  await page.getByLabel('Sort').selectOption({ label: 'Year' });
   await page.waitForFunction(() => document.location.hash.endsWith('?sort=year'));
   await page.getByRole('link', { name: /Direct Clip/ }).waitFor();
   t.pass('the library lists its movies and sorts them');
@@ -41,9 +41,11 @@ t.test('libraries, item page, VOD playback, continue watching', { skip: skipWith
 
   await page.getByRole('link', { name: new RegExp(MEDIA.movie) }).click();
   await page.getByRole('heading', { level: 1, name: MEDIA.movie }).waitFor();
-  await page.getByText(/English \(AAC stereo\)/).first().waitFor();
-  await page.getByText(/French \(AAC mono\)/).first().waitFor();
-  await page.locator('.track-list li').first().waitFor();
+  await page.getByText('Details').click();
+  const details = page.locator('.item-details');
+  await details.getByText(/English \(AAC stereo\)/).first().waitFor();
+  await details.getByText(/French \(AAC mono\)/).first().waitFor();
+  await details.locator('.track-list li').first().waitFor();
   t.pass('the movie page shows its file, audio tracks and subtitle tracks');
   await app.screenshot('item');
 

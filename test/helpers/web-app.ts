@@ -35,6 +35,8 @@ export interface WebAppOptions {
    * admin changes are written to it): given the test's dir, where `movies/` and `shows/` are.
    */
   configYaml?: (dir: string) => string;
+  /** Adds to the media before the first scan (NFO files, pictures), given the test's dir. */
+  beforeScan?: (dir: string) => Promise<void>;
 }
 
 export interface WebApp {
@@ -88,6 +90,7 @@ export async function startWebApp(t: TestLike, options: WebAppOptions = {}): Pro
     ]);
   }
 
+  await options.beforeScan?.(dir);
   const configFile = options.configYaml && path.join(dir, 'antenna.yaml');
   if (configFile) await writeFile(configFile, options.configYaml!(dir));
   const [h, b] = await Promise.all([

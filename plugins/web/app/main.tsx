@@ -22,6 +22,8 @@ import { LoginView } from './views/login.js';
 import { PlayerView } from './views/player.js';
 import { RecordingsView } from './views/recordings.js';
 import { RulesView } from './views/rules.js';
+import { HeaderSearch } from './views/search.js';
+import { VodPlayerView } from './views/vod-player.js';
 
 const NAV = [
   { path: '/', label: 'Home', icon: '⌂' },
@@ -70,6 +72,7 @@ function route(path: string, me: Me | undefined) {
   if (matchRoute('/account', path)) return <AccountView />;
   if ((p = matchRoute('/library/:id', path))) return <LibraryView id={p.id} />;
   if ((p = matchRoute('/item/:id', path))) return <ItemView id={p.id} />;
+  if ((p = matchRoute('/watch/vod/:id', path))) return <VodPlayerView id={p.id} />;
   if ((p = matchRoute('/watch/:kind/:id', path)) && ['live', 'vod', 'recording'].includes(p.kind)) {
     return <PlayerView kind={p.kind as 'live' | 'vod' | 'recording'} id={p.id} />;
   }
@@ -94,6 +97,7 @@ function Shell({ path }: { path: string }) {
             </a>
           ))}
         </nav>
+        <HeaderSearch />
         <div class="user">
           {me && <span class="username">{me.username}</span>}
           <button type="button" class="button ghost small" onClick={() => { void signOut(); }}>Sign out</button>

@@ -97,6 +97,10 @@ export interface ContinueEntry {
   watched: boolean;
   /** null: a video never played (GET /api/continue-watching/{id}). */
   updated_at: string | null;
+  /** Episodes: their series and numbers. */
+  series_title?: string | null;
+  season_number?: number | null;
+  episode_number?: number | null;
 }
 
 export interface SubtitleTrack {
@@ -114,6 +118,10 @@ export interface PlayInfo {
   url: string;
   format: 'mkv' | 'mp4' | 'dash' | 'hls';
   resume_position?: number;
+  /** Why it is not played directly. */
+  reasons?: string[];
+  /** transcode: the height it is encoded at. */
+  height?: number;
 }
 
 export interface Library {
@@ -138,6 +146,11 @@ export interface ItemSummary {
   /** Seasons of a series, episodes of a season. */
   child_count: number | null;
   added_at: string;
+  /** The poster (an episode: its still); `&width=` asks for a smaller copy. */
+  poster_url: string | null;
+  /** The user's progress (absent without continue-watching). */
+  watched?: boolean;
+  position?: number;
 }
 
 export interface LibraryPage extends Library {
@@ -145,6 +158,9 @@ export interface LibraryPage extends Library {
   total: number;
   limit: number;
   offset: number;
+  genres: string[];
+  /** In title order: where each first letter starts. */
+  letters: { letter: string; offset: number }[];
 }
 
 export interface VideoStream {
@@ -180,4 +196,40 @@ export interface ItemDetail extends ItemSummary {
   parent_id: string | null;
   versions: ItemVersion[];
   children: ItemSummary[];
+  plot: string | null;
+  tagline: string | null;
+  original_title: string | null;
+  genres: string[];
+  cast: { name: string; role: string | null }[];
+  directors: string[];
+  studios: string[];
+  /** 0 to 10. */
+  rating: number | null;
+  content_rating: string | null;
+  premiered: string | null;
+  backdrop_url: string | null;
+  series_id: string | null;
+  series_title: string | null;
+  next_episode_id: string | null;
+}
+
+export interface SearchItem {
+  id: string;
+  type: 'movie' | 'series' | 'episode';
+  title: string;
+  year: number | null;
+  library_id: number;
+  series_title: string | null;
+  season_number: number | null;
+  episode_number: number | null;
+  poster_url: string | null;
+}
+
+export interface SearchResult {
+  query: string;
+  movies: SearchItem[];
+  shows: SearchItem[];
+  episodes: SearchItem[];
+  channels: { id: number; name: string; number: string; logo: string | null }[];
+  programmes: { id: number; channel_id: number; channel_name: string; channel_number: string; title: string; sub_title: string | null; start: string; stop: string }[];
 }

@@ -21,8 +21,11 @@ t.test('continue watching', async (t) => {
     const res = await admin.progress(id.alpha, { position: 30, duration: 100 });
     t.equal(res.statusCode, 200);
     const entry = res.json();
-    t.strictSame(Object.keys(entry).sort(), ['contentType', 'duration', 'libraryId', 'position', 'title', 'updated_at', 'videoId', 'watched']);
+    t.strictSame(Object.keys(entry).sort(), [
+      'contentType', 'duration', 'episode_number', 'libraryId', 'position', 'season_number', 'series_title', 'title', 'updated_at', 'videoId', 'watched',
+    ]);
     t.match(entry, { videoId: id.alpha, libraryId: id.moviesLib, contentType: 'movie', title: 'Alpha', position: 30, duration: 100, watched: false });
+    t.strictSame([entry.series_title, entry.season_number, entry.episode_number], [null, null, null], 'a movie names no series');
     t.match(entry.updated_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'updated_at is ISO 8601 UTC');
 
     t.equal((await admin.progress(id.bravo, { position: 10, duration: 100 })).statusCode, 200);
@@ -48,6 +51,7 @@ t.test('continue watching', async (t) => {
 
     const episode = (await admin.progress(id.s1e2, { position: 5, duration: 100 })).json();
     t.match(episode, { videoId: id.s1e2, libraryId: id.showsLib, contentType: 'episode', watched: false });
+    t.match(episode, { series_title: 'Show One', season_number: 1, episode_number: 2 }, 'an episode names its series, season and number');
     t.strictSame(await admin.listed('?type=vod'), [id.s1e2, id.alpha, id.charlie, id.bravo], 'type=vod lists movies and episodes');
     t.strictSame((await admin.list('?type=live_tv')).json(), { items: [], total: 0 }, 'type=live_tv lists recordings only (none here)');
     t.equal((await admin.list()).json().total, 4, 'no type: everything');

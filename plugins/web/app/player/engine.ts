@@ -16,6 +16,8 @@ export interface Source {
   live: boolean;
   /** Seconds to start at; undefined = the start (VOD) or the live edge. */
   start?: number;
+  /** Load without playing (a track changed while paused stays paused). */
+  paused?: boolean;
 }
 
 /** A subtitle track the player can show: a rendition of the HLS manifest, or a WebVTT file. */
@@ -82,7 +84,7 @@ export class Engine {
     if (!source.hls) {
       video.src = source.url;
       this.startAt(source.start);
-      this.play();
+      if (!source.paused) this.play();
       return;
     }
     const Hls = await loadHls();
@@ -93,7 +95,7 @@ export class Engine {
       if (!/[?&]key=/.test(source.url)) throw new Error('This browser cannot play this stream: try a current Chrome, Firefox, Edge or Safari.');
       video.src = source.url;
       this.startAt(source.start);
-      this.play();
+      if (!source.paused) this.play();
       return;
     }
     const hls = new Hls({
@@ -106,7 +108,7 @@ export class Engine {
       renderTextTracksNatively: false,
     });
     this.hls = hls;
-    hls.on(Hls.Events.MANIFEST_PARSED, () => { this.events.tracks(); this.play(); });
+    hls.on(Hls.Events.MANIFEST_PARSED, () => { this.events.tracks(); if (!source.paused) this.play(); });
     hls.on(Hls.Events.SUBTITLE_TRACKS_UPDATED, () => this.events.tracks());
     hls.on(Hls.Events.AUDIO_TRACKS_UPDATED, () => this.events.tracks());
     hls.on(Hls.Events.CUES_PARSED, (_event, data) => {

@@ -22,6 +22,8 @@ export interface Prepared {
   source: Source;
   /** The continue-watching id progress is reported under. */
   progressId?: string;
+  /** VOD: the server's decision (method, why, the transcode's height). */
+  info?: PlayInfo;
 }
 
 export interface Heading {
@@ -39,13 +41,16 @@ async function preflight(path: string, signal: AbortSignal): Promise<void> {
   await response.text();
 }
 
-export async function prepare(kind: PlayerKind, id: string, options: { audioTrack?: number; start?: number }, signal: AbortSignal): Promise<Prepared> {
+export async function prepare(kind: PlayerKind, id: string, options: { audioTrack?: number; start?: number; maxBitrate?: number }, signal: AbortSignal): Promise<Prepared> {
   if (kind === 'vod') {
-    const query = options.audioTrack === undefined ? '' : `?audioTrack=${options.audioTrack}`;
-    const info = await api<PlayInfo>(`/watch/vod/${enc(id)}/play-info${query}`, { signal });
+    const query = new URLSearchParams();
+    if (options.audioTrack !== undefined) query.set('audioTrack', String(options.audioTrack));
+    if (options.maxBitrate !== undefined) query.set('maxBitrate', String(options.maxBitrate));
+    const info = await api<PlayInfo>(`/watch/vod/${enc(id)}/play-info${query.size ? `?${query}` : ''}`, { signal });
     return {
       source: { url: info.url, hls: info.method !== 'direct', live: false, start: options.start ?? info.resume_position },
       progressId: id,
+      info,
     };
   }
   if (kind === 'live') {

@@ -6,10 +6,11 @@
 import './home.css';
 import { api } from '../api.js';
 import { loadContinueWatching, removeFromContinueWatching, useWatchState, knownEntry } from '../player/watch-state.js';
+import { episodeCode } from '../player/sources.js';
 import { href } from '../router.js';
 import type { ContinueEntry, Library, LibraryPage } from '../types.js';
 import { describeError, Empty, ErrorNote, formatDuration, Loaded, Spinner, titleColours, toast, useAsync, useTitle } from '../ui.js';
-import { TitleCard } from './library.js';
+import { libraryName, TitleCard } from './library.js';
 
 const ROW = 16;
 
@@ -25,29 +26,37 @@ function remaining(entry: ContinueEntry): string {
   return left >= 60 ? `${Math.round(left / 60)} min left` : `${Math.round(left)} s left`;
 }
 
+/** "Show · S01E02 · Title" for an episode, else the title. */
+export function continueName(entry: ContinueEntry): string {
+  if (entry.contentType !== 'episode' || !entry.series_title) return entry.title;
+  const code = entry.episode_number != null ? episodeCode({ season_number: entry.season_number ?? null, episode_number: entry.episode_number }) : undefined;
+  return [entry.series_title, code, entry.title].filter(Boolean).join(' · ');
+}
+
 function ContinueCard({ entry }: { entry: ContinueEntry }) {
-  const [from, to] = titleColours(entry.title);
+  const name = continueName(entry);
+  const [from, to] = titleColours(entry.series_title ?? entry.title);
   const fraction = entry.duration ? Math.min(1, entry.position / entry.duration) : 0;
   const remove = async () => {
     try {
       await removeFromContinueWatching(entry.videoId);
-      toast(`Removed “${entry.title}” from Continue watching`);
+      toast(`Removed “${name}” from Continue watching`);
     } catch (err) {
       toast(describeError(err), 'error');
     }
   };
   return (
     <div class="continue-card">
-      <a class="card" href={watchHref(entry)} aria-label={`${entry.position >= 1 ? 'Resume' : 'Play'} ${entry.title}, ${remaining(entry)}`}>
+      <a class="card" href={watchHref(entry)} aria-label={`${entry.position >= 1 ? 'Resume' : 'Play'} ${name}, ${remaining(entry)}`}>
         <div class="poster wide" style={{ background: `linear-gradient(150deg, ${from}, ${to})` }} aria-hidden="true">
-          <span class="poster-title">{entry.title}</span>
+          <span class="poster-title">{entry.series_title ?? entry.title}</span>
           <span class="continue-play">▶</span>
           {fraction > 0 && <span class="progress"><span style={{ width: `${fraction * 100}%` }} /></span>}
         </div>
-        <span class="card-title" aria-hidden="true">{entry.title}</span>
+        <span class="card-title" aria-hidden="true" title={name}>{name}</span>
         <span class="card-meta" aria-hidden="true">{remaining(entry)}</span>
       </a>
-      <button type="button" class="icon-button continue-remove" aria-label={`Remove ${entry.title} from Continue watching`} title="Remove from Continue watching" onClick={() => { void remove(); }}>×</button>
+      <button type="button" class="icon-button continue-remove" aria-label={`Remove ${name} from Continue watching`} title="Remove from Continue watching" onClick={() => { void remove(); }}>×</button>
     </div>
   );
 }
@@ -72,10 +81,10 @@ function ContinueRow({ type, title }: { type: 'vod' | 'live_tv'; title: string }
 function LibraryRow({ library }: { library: Library }) {
   const state = useAsync((signal) => api<LibraryPage>(`/library/${library.id}?sort=added&limit=${ROW}`, { signal }), [library.id]);
   return (
-    <section class="section" aria-label={library.name}>
+    <section class="section" aria-label={libraryName(library)}>
       <div class="section-head">
-        <h2><a class="row-link" href={href(`/library/${library.id}`)}>{library.name}</a></h2>
-        <a href={href(`/library/${library.id}`)} aria-label={`See all of ${library.name}`}>See all ({library.item_count})</a>
+        <h2><a class="row-link" href={href(`/library/${library.id}`)}>{libraryName(library)}</a></h2>
+        <a href={href(`/library/${library.id}`)} aria-label={`See all of ${libraryName(library)}`}>See all ({library.item_count})</a>
       </div>
       <Loaded state={state}>
         {(page) => page.items.length

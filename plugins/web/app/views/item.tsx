@@ -1,12 +1,15 @@
 /**
- * An item's page (#/item/:id). A movie or an episode: what it is, Play /
- * Resume / Play from start, watched or not, and its versions with their
- * streams and subtitle tracks. A series (or one of its seasons): its seasons
+ * An item's page (#/item/:id). A movie or an episode: its backdrop, poster,
+ * plot and cast, audio and subtitles to play with, Play / Resume / Play from
+ * start, one watched toggle, and under Details its versions with their
+ * streams and its subtitle tracks. A series (or one of its seasons): its seasons
  * and, for the chosen one, the episodes, each playable.
  */
 import './item.css';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { Picture } from '../artwork.js';
+import { rememberedSubtitleLabel, rememberSubtitles } from '../player/subtitle-choice.js';
 import { audioLabel, codecName, languageName, lengthLabel, resolutionName } from '../player/labels.js';
 import { episodeCode } from '../player/sources.js';
 import { markWatched, resumePosition, useVideoState } from '../player/watch-state.js';
@@ -29,52 +32,87 @@ export function ItemView({ id }: { id: string }) {
   );
 }
 
-function Poster({ title, year }: { title: string; year?: number | null }) {
+/** The poster over a gradient with the title (what shows while it loads, or when there is none). */
+function Poster({ title, year, url }: { title: string; year?: number | null; url?: string | null }) {
   const [from, to] = titleColours(title);
   return (
     <div class="poster item-poster" style={{ background: `linear-gradient(150deg, ${from}, ${to})` }} aria-hidden="true">
       <span class="poster-title">{title}</span>
       {year && <span class="poster-year">{year}</span>}
+      <Picture className="poster-image" url={url} width={220} eager />
     </div>
   );
 }
 
-function WatchedButtons({ videoId, title }: { videoId: string; title: string }) {
+/** The backdrop behind the hero, faded into the page. */
+function Backdrop({ url }: { url: string | null | undefined }) {
+  if (!url) return null;
+  return <div class="item-backdrop" aria-hidden="true"><Picture url={url} width={1280} eager /></div>;
+}
+
+/** Plot, genres, cast and crew: what a page leads with. */
+function About({ item }: { item: ItemDetail }) {
+  const facts = [item.content_rating, item.rating !== null ? `★ ${item.rating.toFixed(1)}` : undefined, item.genres.join(', ') || undefined].filter(Boolean);
+  return (
+    <>
+      {item.tagline && <p class="item-tagline">{item.tagline}</p>}
+      {facts.length > 0 && <p class="muted item-facts">{facts.join(' · ')}</p>}
+      {item.plot && <p class="item-plot">{item.plot}</p>}
+      {item.directors.length > 0 && <p class="item-crew"><span class="muted">Directed by</span> {item.directors.join(', ')}</p>}
+    </>
+  );
+}
+
+function Cast({ item }: { item: ItemDetail }) {
+  if (!item.cast.length) return null;
+  return (
+    <section class="section" aria-label="Cast">
+      <h2>Cast</h2>
+      <ul class="cast">
+        {item.cast.slice(0, 24).map((c, i) => <li key={`${c.name}-${i}`}><span class="cast-name">{c.name}</span>{c.role && <span class="muted cast-role">{c.role}</span>}</li>)}
+      </ul>
+    </section>
+  );
+}
+
+/** One button: watched or not (unwatched also starts a part-watched video over). */
+function WatchedToggle({ videoId, title }: { videoId: string; title: string }) {
   const [busy, setBusy] = useState(false);
   const { entry } = useVideoState(videoId);
-  const mark = async (watched: boolean) => {
+  if (!entry) return null;
+  const watched = entry.watched;
+  const mark = async () => {
     setBusy(true);
     try {
-      await markWatched(videoId, watched);
-      toast(watched ? `“${title}” marked as watched` : `“${title}” marked as unwatched`);
+      await markWatched(videoId, !watched);
+      toast(!watched ? `“${title}” marked as watched` : `“${title}” marked as unwatched`);
     } catch (err) {
       toast(describeError(err), 'error');
     } finally {
       setBusy(false);
     }
   };
-  if (!entry) return null;
-  // Unwatched also starts a part-watched video over, so it is offered then too.
-  const offerWatched = !entry.watched;
-  const offerUnwatched = entry.watched || entry.position > 0;
   return (
-    <>
-      {offerWatched && <button type="button" class="button" disabled={busy} onClick={() => { void mark(true); }}>✓ Mark as watched</button>}
-      {offerUnwatched && <button type="button" class="button" disabled={busy} onClick={() => { void mark(false); }}>Mark as unwatched</button>}
-    </>
+    <button type="button" class="button" disabled={busy} aria-pressed={watched} onClick={() => { void mark(); }}>
+      {watched ? 'Mark as unwatched' : '✓ Mark as watched'}
+    </button>
   );
 }
 
-function PlayButtons({ item }: { item: ItemSummary }) {
+/** The tracks chosen before Play: audio goes in the player's URL, subtitles in the session's choice the player follows. */
+interface Tracks { audio?: number }
+
+function PlayButtons({ item, tracks }: { item: ItemSummary; tracks?: Tracks }) {
   const resume = resumePosition(useVideoState(item.id).entry);
-  const watch = `/watch/vod/${enc(item.id)}`;
+  const audio = tracks?.audio !== undefined ? `&audio=${tracks.audio}` : '';
+  const watch = (t: number) => href(`/watch/vod/${enc(item.id)}?t=${Math.floor(t)}${audio}`);
   if (resume === undefined) {
-    return <a class="button primary" href={href(`${watch}?t=0`)} aria-label={`Play ${item.title}`}>▶ Play</a>;
+    return <a class="button primary" href={watch(0)} aria-label={`Play ${item.title}`}>▶ Play</a>;
   }
   return (
     <>
-      <a class="button primary" href={href(`${watch}?t=${Math.floor(resume)}`)}>▶ Resume from {formatDuration(resume)}</a>
-      <a class="button" href={href(`${watch}?t=0`)}>Play from start</a>
+      <a class="button primary" href={watch(resume)}>▶ Resume from {formatDuration(resume)}</a>
+      <a class="button" href={watch(0)}>Play from start</a>
     </>
   );
 }
@@ -92,6 +130,40 @@ function Progress({ videoId }: { videoId: string }) {
   );
 }
 
+/** Audio and subtitles, chosen before Play. */
+function TrackChoice({ item, subtitles, tracks, onTracks }: { item: ItemDetail; subtitles: SubtitleTrack[]; tracks: Tracks; onTracks(t: Tracks): void }) {
+  const audio = item.versions[0]?.audio ?? [];
+  const [subtitle, setSubtitle] = useState(() => rememberedSubtitleLabel(subtitles));
+  if (audio.length < 2 && !subtitles.length) return null;
+  const chosenAudio = tracks.audio ?? (audio.find((a) => a.default) ?? audio[0])?.track;
+  return (
+    <div class="row track-choice">
+      {audio.length > 1 && (
+        <label class="inline-select">
+          <span>Audio</span>
+          <select value={String(chosenAudio)} onChange={(e) => onTracks({ ...tracks, audio: Number((e.target as HTMLSelectElement).value) })}>
+            {audio.map((a) => <option key={a.track} value={String(a.track)}>{audioLabel(a)}</option>)}
+          </select>
+        </label>
+      )}
+      {subtitles.length > 0 && (
+        <label class="inline-select">
+          <span>Subtitles</span>
+          <select value={subtitle} onChange={(e) => {
+            const label = (e.target as HTMLSelectElement).value;
+            setSubtitle(label);
+            const track = subtitles.find((t) => t.label === label);
+            rememberSubtitles(track ? { label: track.label, language: track.language } : 'off');
+          }}>
+            <option value="">Off</option>
+            {subtitles.map((t) => <option key={t.url} value={t.label}>{t.label}</option>)}
+          </select>
+        </label>
+      )}
+    </div>
+  );
+}
+
 /** The series and season an episode belongs to. */
 function useEpisodeParents(item: ItemDetail) {
   return useAsync(async (signal) => {
@@ -106,36 +178,40 @@ function VideoPage({ item }: { item: ItemDetail }) {
   const progress = useVideoState(item.id);
   const parents = useEpisodeParents(item);
   const subtitles = useAsync((signal) => api<{ tracks: SubtitleTrack[] }>(`/api/items/${enc(item.id)}/subtitle-tracks`, { signal }), [item.id]);
+  const [tracks, setTracks] = useState<Tracks>({});
   const series = parents.data?.series;
   const meta = [episodeCode(item), item.year, item.duration ? lengthLabel(item.duration) : undefined].filter(Boolean).join(' · ');
   return (
     <article class="item-page">
+      <Backdrop url={item.backdrop_url ?? series?.backdrop_url} />
       <div class="item-hero">
-        <Poster title={series?.title ?? item.title} year={series ? undefined : item.year} />
+        <Poster title={series?.title ?? item.title} year={series ? undefined : item.year} url={item.poster_url ?? series?.poster_url} />
         <div class="item-summary">
           {series && <p class="item-kicker"><a href={href(`/item/${enc(series.id)}`)}>{series.title}</a>{parents.data?.season && <> · {parents.data.season.title}</>}</p>}
           <h1>{item.title}</h1>
           {meta && <p class="muted item-meta">{meta}</p>}
+          <About item={item} />
           <Progress videoId={item.id} />
           {progress.error && <ErrorNote error={progress.error} onRetry={progress.retry} />}
+          {subtitles.data && <TrackChoice item={item} subtitles={subtitles.data.tracks} tracks={tracks} onTracks={setTracks} />}
           <div class="row item-actions">
-            {!progress.entry && !progress.error ? <Spinner label="Loading progress" /> : <PlayButtons item={item} />}
-            <WatchedButtons videoId={item.id} title={item.title} />
+            {!progress.entry && !progress.error ? <Spinner label="Loading progress" /> : <PlayButtons item={item} tracks={tracks} />}
+            <WatchedToggle videoId={item.id} title={item.title} />
           </div>
         </div>
       </div>
-      <section class="section">
-        <h2>{item.versions.length > 1 ? 'Versions' : 'File'}</h2>
+      <Cast item={item} />
+      <details class="section item-details">
+        <summary><h2>Details</h2></summary>
+        <h3>{item.versions.length > 1 ? 'Versions' : 'File'}</h3>
         {item.versions.length ? item.versions.map((v) => <VersionDetails key={v.version} version={v} />) : <Empty>No playable file.</Empty>}
-      </section>
-      <section class="section">
-        <h2>Subtitles</h2>
+        <h3>Subtitles</h3>
         <Loaded state={subtitles}>
-          {({ tracks }) => tracks.length
-            ? <ul class="track-list">{tracks.map((t) => <li key={t.url}>{t.label}<span class="muted"> · {t.codec ? t.codec.toUpperCase() : 'WebVTT'}{t.external ? ' · file beside the video' : ' · in the file'}</span></li>)}</ul>
+          {({ tracks: list }) => list.length
+            ? <ul class="track-list">{list.map((t) => <li key={t.url}>{t.label}<span class="muted"> · {t.codec ? t.codec.toUpperCase() : 'WebVTT'}{t.external ? ' · file beside the video' : ' · in the file'}</span></li>)}</ul>
             : <p class="muted">No text subtitle tracks.</p>}
         </Loaded>
-      </section>
+      </details>
     </article>
   );
 }
@@ -153,10 +229,6 @@ function VersionDetails({ version: v }: { version: ItemVersion }) {
         {video && <><dt>Video</dt><dd>{resolutionName(video.width, video.height)} ({video.width}×{video.height}) · {video.codec.toUpperCase()}{video.profile ? ` ${video.profile}` : ''}{video.hdr ? ' · HDR' : ''}{video.fps ? ` · ${Math.round(video.fps * 100) / 100} fps` : ''}</dd></>}
         <dt>Audio</dt>
         <dd>{v.audio.length ? <ul>{v.audio.map((a) => <li key={a.index}>{audioLabel(a)}{a.default && oneDefault ? <span class="muted"> · default</span> : null}</li>)}</ul> : 'None'}</dd>
-        {v.subtitles.length > 0 && <>
-          <dt>Subtitle streams</dt>
-          <dd><ul>{v.subtitles.map((s) => <li key={s.index}>{s.title ?? languageName(s.language) ?? 'Unknown language'} <span class="muted">· {codecName(s.codec)}{s.forced ? ' · forced' : ''}</span></li>)}</ul></dd>
-        </>}
       </dl>
     </div>
   );
@@ -169,13 +241,13 @@ function RecordingPage({ item }: { item: ItemDetail }) {
       <div class="item-hero">
         <Poster title={item.title} />
         <div class="item-summary">
-          <p class="item-kicker"><a href={href('/recordings')}>Recordings</a></p>
+          <p class="item-kicker">A recording · scheduled and managed on the <a href={href('/recordings')}>Recordings page</a></p>
           <h1>{item.title}</h1>
           {item.duration ? <p class="muted">{lengthLabel(item.duration)}</p> : null}
           <Progress videoId={item.id} />
           <div class="row item-actions">
             {recording && <a class="button primary" href={href(`/watch/recording/${recording}`)}>▶ Play</a>}
-            <WatchedButtons videoId={item.id} title={item.title} />
+            <WatchedToggle videoId={item.id} title={item.title} />
           </div>
         </div>
       </div>
@@ -196,13 +268,16 @@ function ShowPage({ item }: { item: ItemDetail }) {
   const chooseSeason = (id: string) => navigate(`/item/${enc(show.id)}?season=${enc(id)}`, { replace: true });
   return (
     <article class="item-page">
+      <Backdrop url={show.backdrop_url} />
       <div class="item-hero">
-        <Poster title={show.title} year={show.year} />
+        <Poster title={show.title} year={show.year} url={show.poster_url} />
         <div class="item-summary">
           <h1>{show.title}</h1>
           <p class="muted item-meta">{[show.year, `${seasons.length} season${seasons.length === 1 ? '' : 's'}`].filter(Boolean).join(' · ')}</p>
+          <About item={show} />
         </div>
       </div>
+      <Cast item={show} />
       {seasons.length === 0 ? <Empty>No episodes yet.</Empty> : (
         <section class="section">
           {seasons.length > 1 && (
