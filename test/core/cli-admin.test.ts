@@ -7,12 +7,21 @@
  */
 import t from 'tap';
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CLI, tmpDir } from '../helpers/http.js';
 import { cleanEnv, unusedPort } from '../helpers/env.js';
 
 const NOBODY = 65534;
+
+/** Why another user cannot run `file` (a folder on the way to it others may not enter), or false. */
+function closedToOthers(file: string): string | false {
+  for (let d = path.dirname(file); ; d = path.dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return `${d} is closed to other users`;
+    if (path.dirname(d) === d) return false;
+  }
+}
 
 // Each command is a node process loading the plugins; on a busy 2-core machine that is seconds apiece.
 t.setTimeout(300_000);
@@ -62,7 +71,7 @@ t.test('help, user remove, library list', async (t) => {
   t.equal(rows.length, 2);
 });
 
-t.test('serve from a config file the server may not write', { skip: process.getuid?.() === 0 ? false : 'needs root to run the server as another user' }, async (t) => {
+t.test('serve from a config file the server may not write', { skip: process.getuid?.() !== 0 ? 'needs root to run the server as another user' : closedToOthers(CLI) }, async (t) => {
   const dir = await tmpDir(t, 'antenna-cli-readonly-');
   await chmod(dir, 0o755);
   const data = path.join(dir, 'data');
