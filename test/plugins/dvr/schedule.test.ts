@@ -6,6 +6,8 @@
  * programmes are later ones, and the on-air one has a dead upstream.
  */
 import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
@@ -20,13 +22,19 @@ t.test('dvr scheduling', async (t) => {
   const dir = await tempDir(t, 'antenna-dvr-schedule-');
   const dead = await closedPort();
   const url = (name: string) => `http://127.0.0.1:${dead}/live/${name}.ts`;
+  // S2's upstream accepts and never answers: a viewer's session keeps its slot while the viewer
+  // waits (a refused connection would end it at once, as it should).
+  const stalled = http.createServer(() => {});
+  await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => { stalled.closeAllConnections(); stalled.close(); });
+  const s2Url = `http://127.0.0.1:${(stalled.address() as AddressInfo).port}/live/s2.ts`;
   const main = await write(dir, 'main.m3u', m3u([
     { name: 'One', tvgId: 'one', chno: '1', url: url('one') },
     { name: 'Two', tvgId: 'two', chno: '2', url: url('two') },
   ]));
   const single = await write(dir, 'single.m3u', m3u([
     { name: 'S1', tvgId: 's1', chno: '11', url: url('s1') },
-    { name: 'S2', tvgId: 's2', chno: '12', url: url('s2') },
+    { name: 'S2', tvgId: 's2', chno: '12', url: s2Url },
   ]));
   const t0 = Date.now();
   const channels = ['one', 'two', 's1', 's2'];
@@ -217,7 +225,7 @@ t.test('dvr scheduling', async (t) => {
   t.test('a recording starting on a full tuner stops a channel only viewers use', async (t) => {
     const s1 = guide.get('S1')!;
     const s2 = guide.get('S2')!;
-    // A viewer tunes S2 (its upstream is dead: the session keeps trying while the viewer waits).
+    // A viewer tunes S2 (its upstream never answers: the session keeps trying while the viewer waits).
     const viewer = host.inject({ method: 'GET', url: `/watch/live/${s2.id}`, headers: auth() });
     let waited = 0;
     // The session lives while the viewer waits (readyTimeout); on a busy machine the request may take a while to start it.
