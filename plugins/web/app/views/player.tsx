@@ -13,12 +13,11 @@ import { playerKeys } from '../player/keyboard.js';
 import { audioLabel } from '../player/labels.js';
 import { ProgressReporter } from '../player/progress.js';
 import { heading, prepare, type Heading, type PlayerKind } from '../player/sources.js';
+import { useSubtitleChoice } from '../player/subtitle-choice.js';
 import { currentPath, href, navigate, routeQuery } from '../router.js';
 import type { AudioStream, ItemDetail, SubtitleTrack } from '../types.js';
 import { describeError, Spinner, useTitle } from '../ui.js';
 import { LiveControls } from './live-controls.js';
-
-const SUBTITLE_CHOICE = 'antenna.player.subtitles';
 
 /** The page the last route change came from: Back returns there when it was not another player. */
 let previousPage: string | undefined;
@@ -28,22 +27,6 @@ window.addEventListener('hashchange', (e) => {
   const from = hashOf(e.oldURL);
   if (from !== undefined) previousPage = from;
 });
-
-type Remembered = { label: string; language: string } | 'off';
-
-function rememberedSubtitles(): Remembered | undefined {
-  try {
-    const raw = sessionStorage.getItem(SUBTITLE_CHOICE);
-    return raw ? JSON.parse(raw) as Remembered : undefined;
-  } catch { return undefined; }
-}
-
-/** The session's subtitle choice applied to a title's tracks: same label, else same language, else off. */
-function preferredSubtitle(choices: SubtitleChoice[]): string {
-  const wanted = rememberedSubtitles();
-  if (!wanted || wanted === 'off') return 'off';
-  return (choices.find((c) => c.label === wanted.label) ?? choices.find((c) => c.language === wanted.language))?.key ?? 'off';
-}
 
 interface Load {
   n: number;
@@ -81,7 +64,6 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
   const [hlsTracks, setHlsTracks] = useState<SubtitleChoice[]>([]);
   /** How the current load plays: until known, no subtitle choice is offered. */
   const [mode, setMode] = useState<'pending' | 'hls' | 'file'>('pending');
-  const [subtitle, setSubtitle] = useState<string>();
   useTitle(head?.title ?? 'Player');
 
   const back = () => {
@@ -156,31 +138,8 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     };
   }, [kind, id, load]);
 
-  // hls.js plays the manifest's renditions (cues aligned through X-TIMESTAMP-MAP); a file gets the WebVTT files.
-  const subtitleChoices: SubtitleChoice[] = mode === 'hls'
-    ? hlsTracks.map((c, i) => ({ ...c, label: hlsTracks.length === apiTracks.length ? apiTracks[i].label : c.label }))
-    : mode === 'file'
-      ? apiTracks.map((t, i) => ({ key: `vtt-${i}`, label: t.label, language: t.language, vttUrl: t.url }))
-      : [];
-  const choicesKey = subtitleChoices.map((c) => c.key).join();
-  const selectedSubtitle = subtitle ?? preferredSubtitle(subtitleChoices);
-
-  useEffect(() => {
-    const engine = engineRef.current;
-    if (!engine || !subtitleChoices.length) return;
-    const controller = new AbortController();
-    engine.showSubtitles(subtitleChoices.find((c) => c.key === selectedSubtitle), controller.signal).catch((err: Error) => {
-      if (err.name !== 'AbortError') setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) });
-    });
-    return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [selectedSubtitle, choicesKey]);
-
-  const chooseSubtitle = (key: string) => {
-    setSubtitle(key);
-    const choice = subtitleChoices.find((c) => c.key === key);
-    sessionStorage.setItem(SUBTITLE_CHOICE, JSON.stringify(choice ? { label: choice.label, language: choice.language } : 'off'));
-  };
+  const { choices: subtitleChoices, selected: selectedSubtitle, choose: chooseSubtitle } = useSubtitleChoice(engineRef, mode, hlsTracks, apiTracks,
+    (err) => setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) }));
 
   const chooseAudio = (track: number) => {
     setAudioTrack(track);

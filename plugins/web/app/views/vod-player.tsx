@@ -15,7 +15,7 @@ import { playerKeys } from '../player/keyboard.js';
 import { audioLabel } from '../player/labels.js';
 import { ProgressReporter } from '../player/progress.js';
 import { episodeCode, heading, prepare, type Heading } from '../player/sources.js';
-import { preferredSubtitle, rememberSubtitles } from '../player/subtitle-choice.js';
+import { useSubtitleChoice } from '../player/subtitle-choice.js';
 import { currentPath, navigate, routeQuery } from '../router.js';
 import type { AudioStream, ItemDetail, PlayInfo, SubtitleTrack } from '../types.js';
 import { describeError, formatDuration, Spinner, useTitle } from '../ui.js';
@@ -81,7 +81,6 @@ function VodPlayer({ id }: { id: string }) {
   const [apiTracks, setApiTracks] = useState<SubtitleTrack[]>([]);
   const [hlsTracks, setHlsTracks] = useState<SubtitleChoice[]>([]);
   const [mode, setMode] = useState<'pending' | 'hls' | 'file'>('pending');
-  const [subtitle, setSubtitle] = useState<string>();
   const [ended, setEnded] = useState(false);
   useTitle(head?.title ?? 'Player');
 
@@ -151,31 +150,8 @@ function VodPlayer({ id }: { id: string }) {
   const audio: AudioStream[] = item?.versions[0]?.audio ?? [];
   const audioTrack = load.audioTrack ?? (audio.find((a) => a.default) ?? audio[0])?.track;
 
-  // hls.js plays the manifest's renditions; a file gets the WebVTT files.
-  const subtitleChoices: SubtitleChoice[] = mode === 'hls'
-    ? hlsTracks.map((c, i) => ({ ...c, label: hlsTracks.length === apiTracks.length ? apiTracks[i].label : c.label }))
-    : mode === 'file'
-      ? apiTracks.map((t, i) => ({ key: `vtt-${i}`, label: t.label, language: t.language, vttUrl: t.url }))
-      : [];
-  const choicesKey = subtitleChoices.map((c) => c.key).join();
-  const selectedSubtitle = subtitle ?? preferredSubtitle(subtitleChoices);
-
-  useEffect(() => {
-    const engine = engineRef.current;
-    if (!engine || !subtitleChoices.length) return;
-    const controller = new AbortController();
-    engine.showSubtitles(subtitleChoices.find((c) => c.key === selectedSubtitle), controller.signal).catch((err: Error) => {
-      if (err.name !== 'AbortError') setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) });
-    });
-    return () => controller.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [selectedSubtitle, choicesKey]);
-
-  const chooseSubtitle = (key: string) => {
-    setSubtitle(key);
-    const choice = subtitleChoices.find((c) => c.key === key);
-    rememberSubtitles(choice ? { label: choice.label, language: choice.language } : 'off');
-  };
+  const { choices: subtitleChoices, selected: selectedSubtitle, choose: chooseSubtitle } = useSubtitleChoice(engineRef, mode, hlsTracks, apiTracks,
+    (err) => setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) }));
 
   /** Loads the title again from where it is, keeping it paused if it was. */
   const reload = (change: Partial<Load>) => {
