@@ -200,25 +200,9 @@ export interface LiveChannelListing {
   groups: string[];
 }
 
-/** A programme with what the guide said of it. (Since SDK 1.2.) */
-export interface LiveGuideProgramme {
+/** A programme with what the guide said of it, as its guide gave it, with its id here. (Since SDK 1.2.) */
+export interface LiveGuideProgramme extends Omit<GuideProgramme, 'channel'> {
   id: number;
-  /** ms since epoch, UTC. */
-  start: number;
-  stop: number;
-  title: string;
-  subTitle?: string;
-  description?: string;
-  categories?: string[];
-  /** The guide's episode number as it gave it (`xmltv_ns` or `onscreen`). */
-  episodeNum?: string;
-  icon?: string;
-  /** As GuideProgramme has them: every `<episode-num>`, `<new/>`, `<premiere>`, `<previously-shown>`, `<live/>`. */
-  episodeNums?: { system: string; value: string }[];
-  isNew?: boolean;
-  premiere?: boolean;
-  previouslyShown?: { start?: number };
-  live?: boolean;
 }
 
 /** A programme of the guide as it is now. Its id stays while its start time stays. */
