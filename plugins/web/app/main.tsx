@@ -73,8 +73,8 @@ function route(path: string, me: Me | undefined) {
   if ((p = matchRoute('/library/:id', path))) return <LibraryView id={p.id} />;
   if ((p = matchRoute('/item/:id', path))) return <ItemView id={p.id} />;
   if ((p = matchRoute('/watch/vod/:id', path))) return <VodPlayerView id={p.id} />;
-  if ((p = matchRoute('/watch/:kind/:id', path)) && ['live', 'vod', 'recording'].includes(p.kind)) {
-    return <PlayerView kind={p.kind as 'live' | 'vod' | 'recording'} id={p.id} />;
+  if ((p = matchRoute('/watch/:kind/:id', path)) && ['live', 'recording'].includes(p.kind)) {
+    return <PlayerView kind={p.kind as 'live' | 'recording'} id={p.id} />;
   }
   return <ErrorNote error={new Error('This page does not exist.')} />;
 }

@@ -1,21 +1,20 @@
 /**
- * The player (#/watch/vod|live|recording/:id): the browser's <video> with its
- * native controls, plus back, title, audio and subtitle choices, an error
+ * The live and recording player (#/watch/live|recording/:id; VOD has its own,
+ * vod-player.tsx): the browser's <video>, plus back, title, subtitle choice, an error
  * overlay with retry, keyboard shortcuts and progress reports. Sources and
  * headings come from player/sources.ts, the <video> plumbing (hls.js, tracks)
  * from player/engine.ts.
  */
 import './player.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError } from '../api.js';
+import { ApiError } from '../api.js';
 import { Engine, type SubtitleChoice } from '../player/engine.js';
 import { playerKeys } from '../player/keyboard.js';
-import { audioLabel } from '../player/labels.js';
 import { ProgressReporter } from '../player/progress.js';
 import { heading, prepare, type Heading, type PlayerKind } from '../player/sources.js';
 import { useSubtitleChoice } from '../player/subtitle-choice.js';
 import { currentPath, href, navigate, routeQuery } from '../router.js';
-import type { AudioStream, ItemDetail, SubtitleTrack } from '../types.js';
+import type { SubtitleTrack } from '../types.js';
 import { describeError, Spinner, useTitle } from '../ui.js';
 import { LiveControls } from './live-controls.js';
 
@@ -30,9 +29,11 @@ window.addEventListener('hashchange', (e) => {
 
 interface Load {
   n: number;
-  audioTrack?: number;
   start?: number;
 }
+
+/** Live channels and recordings have no subtitle files of their own: only what their HLS carries. */
+const NO_API_TRACKS: SubtitleTrack[] = [];
 
 interface Failure {
   error: unknown;
@@ -58,9 +59,6 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
   });
   const [failure, setFailure] = useState<Failure>();
   const [waiting, setWaiting] = useState(true);
-  const [audio, setAudio] = useState<AudioStream[]>([]);
-  const [audioTrack, setAudioTrack] = useState<number>();
-  const [apiTracks, setApiTracks] = useState<SubtitleTrack[]>([]);
   const [hlsTracks, setHlsTracks] = useState<SubtitleChoice[]>([]);
   /** How the current load plays: until known, no subtitle choice is offered. */
   const [mode, setMode] = useState<'pending' | 'hls' | 'file'>('pending');
@@ -89,14 +87,6 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     void loadHeading();
     // The programme on air changes while one watches.
     const refresh = kind === 'live' ? setInterval(loadHeading, 60_000) : undefined;
-    if (kind === 'vod') {
-      api<ItemDetail>(`/item/${encodeURIComponent(id)}`, { signal }).then((item) => {
-        const tracks = item.versions[0]?.audio ?? [];
-        setAudio(tracks);
-        setAudioTrack((current) => current ?? (tracks.find((a) => a.default) ?? tracks[0])?.track);
-      }, () => {});
-      api<{ tracks: SubtitleTrack[] }>(`/api/items/${encodeURIComponent(id)}/subtitle-tracks`, { signal }).then((r) => setApiTracks(r.tracks), () => {});
-    }
     return () => {
       controller.abort();
       clearInterval(refresh);
@@ -109,7 +99,7 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     };
   }, [kind, id]);
 
-  // Each load: first play, retry, another audio track.
+  // Each load: first play, retry.
   useEffect(() => {
     const video = videoRef.current!;
     const engine = engineRef.current!;
@@ -120,7 +110,7 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     setMode('pending');
     const playing = () => setWaiting(false);
     video.addEventListener('playing', playing);
-    prepare(kind, id, { audioTrack: load.audioTrack, start: load.start }, controller.signal).then((prepared) => {
+    prepare(kind, id, { start: load.start }, controller.signal).then((prepared) => {
       if (controller.signal.aborted) return;
       if (prepared.progressId && !reporterRef.current) reporterRef.current = new ProgressReporter(prepared.progressId, video);
       return engine.load(prepared.source, controller.signal).then(() => {
@@ -138,21 +128,8 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
     };
   }, [kind, id, load]);
 
-  const { choices: subtitleChoices, selected: selectedSubtitle, choose: chooseSubtitle } = useSubtitleChoice(engineRef, mode, hlsTracks, apiTracks,
+  const { choices: subtitleChoices, selected: selectedSubtitle, choose: chooseSubtitle } = useSubtitleChoice(engineRef, mode, hlsTracks, NO_API_TRACKS,
     (err) => setFailure({ error: new Error(`The subtitles could not be loaded: ${describeError(err)}`) }));
-
-  const chooseAudio = (track: number) => {
-    setAudioTrack(track);
-    const hls = engineRef.current?.hls;
-    const position = audio.findIndex((a) => a.track === track);
-    // A manifest with every audio rendition switches in place; ours carry one, so the title reloads with the other.
-    if (hls && hls.audioTracks.length > 1 && position >= 0 && position < hls.audioTracks.length) {
-      hls.audioTrack = position;
-      return;
-    }
-    const video = videoRef.current!;
-    setLoad((l) => ({ n: l.n + 1, audioTrack: track, start: video.currentTime || l.start }));
-  };
 
   const toggleFullscreen = () => {
     if (document.fullscreenElement) void document.exitFullscreen().catch(() => {});
@@ -161,7 +138,7 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
 
   const retry = () => {
     const video = videoRef.current!;
-    setLoad((l) => ({ n: l.n + 1, audioTrack: l.audioTrack, start: kind === 'live' ? undefined : (video.currentTime || l.start) }));
+    setLoad((l) => ({ n: l.n + 1, start: kind === 'live' ? undefined : (video.currentTime || l.start) }));
   };
 
   return (
@@ -175,14 +152,6 @@ function Player({ kind, id }: { kind: PlayerKind; id: string }) {
           {head?.detail && <p class="player-detail">{head.detail}</p>}
         </div>
         <div class="player-choices">
-          {audio.length > 1 && (
-            <label class="player-select">
-              <span>Audio</span>
-              <select value={String(audioTrack ?? '')} onChange={(e) => chooseAudio(Number((e.target as HTMLSelectElement).value))}>
-                {audio.map((a) => <option key={a.track} value={String(a.track)}>{audioLabel(a)}</option>)}
-              </select>
-            </label>
-          )}
           {subtitleChoices.length > 0 && (
             <label class="player-select">
               <span>Subtitles</span>
