@@ -9,6 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { signIn } from './server.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
@@ -73,10 +74,7 @@ export async function run(opts: { seconds?: number } = {}): Promise<Record<strin
 
     const dataDir = await mkdtemp(path.join(dir, 'me-'));
     const { child } = await startAntenna(dataDir, 18791);
-    const login = await fetch('http://127.0.0.1:18791/login', {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'bench-password' }),
-    });
-    const token = ((await login.json()) as { auth: { token: string } }).auth.token;
+    const token = await signIn('http://127.0.0.1:18791', 'admin', 'bench-password');
     const headers = { authorization: `Bearer ${token}` };
     await load('http://127.0.0.1:18791/me', headers, 2);
     const meResult = await load('http://127.0.0.1:18791/me', headers, seconds);

@@ -38,6 +38,7 @@ import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { FFMPEG, killGroup, startUpstream, type Upstream } from '../helpers/upstream.js';
 import { load1, median, sleep } from './stats.js';
+import { signIn, untilAnswering } from './server.js';
 import { unusedPort } from '../helpers/env.js';
 
 const REPO = path.resolve(__dirname, '../../..');
@@ -120,26 +121,8 @@ async function startServer(dir: string, playlist: string): Promise<Server> {
     } catch { /* not JSON */ }
   });
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}): ${stderr}`);
-    try {
-      if ((await get(`${base}/api/version`, 2000)).status === 200) break;
-    } catch { /* not yet */ }
-    if (Date.now() > deadline) throw new Error(`server did not answer within 30 s: ${stderr}`);
-    await sleep(50);
-  }
-  const token = await new Promise<string>((resolve, reject) => {
-    const req = http.request(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (s) => { body += s; }).on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`login: ${res.statusCode} ${body}`));
-        else resolve((JSON.parse(body) as { auth: { token: string } }).auth.token);
-      });
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify({ username: 'admin', password: PASSWORD }));
-  });
+  await untilAnswering(base, child, () => stderr);
+  const token = await signIn(base, 'admin', PASSWORD);
   const list = await new Promise<{ channels: { id: number; name: string }[] }>((resolve, reject) => {
     http.get(`${base}/channels`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
       let body = '';

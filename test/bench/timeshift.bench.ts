@@ -31,6 +31,7 @@ import { diskBytes } from '../helpers/disk.js';
 import { unusedPort } from '../helpers/env.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import { load1, median, sleep } from './stats.js';
+import { signIn, untilAnswering } from './server.js';
 
 const REPO = path.resolve(__dirname, '../../..');
 const CLI = path.join(REPO, 'dist/core/cli/main.js');
@@ -91,23 +92,8 @@ async function startServer(dir: string, playlist: string, liveTv: Record<string,
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => { if (stderr.length < 8000) stderr += s; });
   const base = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 30_000; ;) {
-    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}): ${stderr}`);
-    if (await get(`${base}/api/version`).then((r) => r.status === 200, () => false)) break;
-    if (Date.now() > deadline) throw new Error(`server did not answer within 30 s: ${stderr}`);
-    await sleep(100);
-  }
-  const token = await new Promise<string>((resolve, reject) => {
-    const req = http.request(`${base}/login`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (s) => { body += s; }).on('end', () => {
-        if (res.statusCode === 200) resolve((JSON.parse(body) as { auth: { token: string } }).auth.token);
-        else reject(new Error(`login: ${res.statusCode} ${body}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify({ username: 'admin', password: PASSWORD }));
-  });
+  await untilAnswering(base, child, () => stderr);
+  const token = await signIn(base, 'admin', PASSWORD);
   return {
     child, base, token, dataDir,
     async stop() {
