@@ -89,7 +89,8 @@ function routes(http: HttpScope, live: LiveTvAccess, options: { guideDays: numbe
       lines.push(`#EXTINF:-1 tvg-id="${attr(ids.get(c.id)!)}" tvg-chno="${attr(c.number)}" tvg-name="${attr(c.name)}" tvg-logo="${attr(c.logo ?? '')}" group-title="${attr(c.groups.join(';'))}",${c.name.replace(/[\r\n]/g, ' ')}`);
       lines.push(streamUrl(c.id));
     }
-    return reply.type('audio/x-mpegurl; charset=utf-8').header('cache-control', 'no-store').send(lines.join('\n') + '\n');
+    // No charset parameter (M3U is UTF-8 anyway): mpv recognises a playlist whose URL has a query only by the bare type.
+    return reply.type('audio/x-mpegurl').header('cache-control', 'no-store').send(lines.join('\n') + '\n');
   }));
 
   for (const [file, gzip] of [['guide.xml', false], ['guide.xml.gz', true]] as const) {

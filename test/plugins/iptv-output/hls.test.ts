@@ -55,6 +55,7 @@ t.test('channels.m3u?format=hls', async (t) => {
   const entries = async (key: string) => {
     const res = await get(`${host.url}/iptv/${key}/channels.m3u?format=hls`);
     if (res.status !== 200) throw new Error(`channels.m3u answered ${res.status}: ${res.text}`);
+    t.equal(res.type, 'audio/x-mpegurl', 'the bare type: players that go by it (mpv) take a playlist URL with a query');
     const lines = res.text.trim().split('\n');
     const out = new Map<string, string>();
     for (let i = 1; i < lines.length; i += 2) out.set(/,(.*)$/.exec(lines[i]!)![1]!, lines[i + 1]!);
