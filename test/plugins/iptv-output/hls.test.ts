@@ -94,6 +94,9 @@ t.test('channels.m3u?format=hls', async (t) => {
     const seg = await get(segment);
     t.equal(seg.status, 200, 'a segment answers with no header');
     t.ok(seg.bytes > 1000);
+    const logged = JSON.stringify(host.host.logs.query({ level: 'trace', limit: 5000 }));
+    t.notOk(logged.includes(new URL(one).searchParams.get('key')!.split('.')[1]!), 'no log line holds a minted key');
+    t.match(logged, /master\.m3u8\?key=\*\*\*/, 'the request lines are there, redacted');
   });
 
   t.test('a key opens its own channel and nothing else', async (t) => {
