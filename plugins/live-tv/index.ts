@@ -234,9 +234,11 @@ function accessService(
       return (await service.guide.findAirings(matches, from, to)).filter((a) => present.has(a.channelId));
     },
     hold,
-    async mpegTs(channelId, { label, signal }) {
-      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal });
+    async mpegTs(channelId, { label, signal, grant }) {
+      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal, grant });
     },
+    // The scope is the one the watch routes check (live/routes.ts).
+    hlsPath: (channelId, grant) => `/watch/live/${channelId}/master.m3u8?key=${grant.mediaKey(`live:${channelId}`)}`,
     async search(query, limit) {
       const q = fold(query);
       if (!q || limit <= 0) return { channels: [], programmes: [] };
