@@ -126,6 +126,12 @@ export interface VodCatalogService {
    * punctuation aside), up to `limit` of each type, titles starting with it first. (Since SDK 1.1.)
    */
   search(user: AuthUser, query: string, limit: number): Promise<CatalogSearchHit[]>;
+  /**
+   * The picture of each of these items for this user, as cards show it (`?width=` may be
+   * added): its poster, an episode's still, else a frame of its video. Items without one,
+   * or that the user may not see, are left out. (Since SDK 1.2.)
+   */
+  posterUrls(user: AuthUser, ids: readonly string[]): Promise<Map<string, string>>;
 }
 
 /** An item a catalog search found. */

@@ -19,7 +19,7 @@ const configSchema = Type.Object({
 export default definePlugin({
   id: 'continue-watching',
   version: '1.0.0',
-  host: '^1.1',
+  host: '^1.2', // the catalog's posterUrls
   description: 'Continue watching: progress, watched state, resume positions and up next',
   configSchema,
   migrations,
@@ -36,7 +36,7 @@ export default definePlugin({
         vod.onPlay((user, item) => entries.played(user, item));
         vod.addPlayInfoField('resume_position', (user, item) => entries.resumePosition(user, item));
         vod.setWatchState((user, ids) => entries.states(user, ids));
-        continueWatchingRoutes(http, { auth, entries });
+        continueWatchingRoutes(http, { auth, entries, catalog });
         // The database dropped a removed user's rows; what is kept for them here goes too.
         events.on('user.deleted', (payload) => entries.forget((payload as { id: number }).id));
         lifecycle.onShutdown(() => entries.close());

@@ -4,7 +4,7 @@
  * shows no bodies for the updates: they answer 200 with the entry, DELETE with
  * {"ok":true}.
  */
-import { Type, type AuthService, type CatalogItem, type HttpScope, type Static } from 'antenna/sdk';
+import { Type, type AuthService, type CatalogItem, type HttpScope, type Static, type VodCatalogService } from 'antenna/sdk';
 import { WATCHED_FRACTION, type ContinueWatching } from './entries.js';
 import type { Entry } from './store.js';
 
@@ -23,6 +23,12 @@ const EntrySchema = Type.Object({
   series_title: Type.Union([Type.String(), Type.Null()], { description: 'Episodes: their series' }),
   season_number: Type.Union([Type.Integer(), Type.Null()]),
   episode_number: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+/** The list's entries carry their picture; the other answers (progress reports among them) stay free of lookups. */
+const ListedEntrySchema = Type.Object({
+  ...EntrySchema.properties,
+  poster_url: Type.Union([Type.String(), Type.Null()], { description: 'The video\'s picture (its poster, an episode\'s still, else a frame), as poster_url in /library/{id}: add `&width=` for a smaller copy. Null when there is none (a recording)' }),
 });
 
 const Params = Type.Object({
@@ -51,8 +57,8 @@ const view = (e: Entry, item: CatalogItem | undefined) => ({
   series_title: item?.seriesTitle ?? null, season_number: item?.seasonNumber ?? null, episode_number: item?.episodeNumber ?? null,
 });
 
-export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthService; entries: ContinueWatching }): void {
-  const { auth, entries } = deps;
+export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthService; entries: ContinueWatching; catalog: VodCatalogService }): void {
+  const { auth, entries, catalog } = deps;
   // Every entry answered was just looked up in the catalog, so its item is remembered.
   const show = (e: Entry) => view(e, entries.catalogItem(e.videoId));
   const videoId = (request: { params: unknown }) => (request.params as Static<typeof Params>).videoId;
@@ -62,12 +68,14 @@ export function continueWatchingRoutes(http: HttpScope, deps: { auth: AuthServic
       summary: 'What the user started and has not finished, newest first', tags,
       description: 'Entries start with a play-info or manifest request, or a progress report; an entry past 90 % of its duration counts as watched and leaves the list (so does PATCH …/watched). Episodes finished bring the next episode of their series in at position 0 ("up next"). Only entries of libraries the user may see now are listed, and `total` counts exactly those.',
       querystring: ListQuery,
-      response: { 200: Type.Object({ items: Type.Array(EntrySchema), total: Type.Integer() }), ...errorsOf },
+      response: { 200: Type.Object({ items: Type.Array(ListedEntrySchema), total: Type.Integer() }), ...errorsOf },
     },
   }, async (request) => {
     const query = request.query as Static<typeof ListQuery>;
-    const { items, total } = await entries.list(auth.requireUser(request), query);
-    return { items: items.map(show), total };
+    const user = auth.requireUser(request);
+    const { items, total } = await entries.list(user, query);
+    const posters = await catalog.posterUrls(user, items.map((e) => e.videoId));
+    return { items: items.map((e) => ({ ...show(e), poster_url: posters.get(e.videoId) ?? null })), total };
   });
 
   http.get('/api/continue-watching/:videoId', {

@@ -119,6 +119,12 @@ export class Catalog implements VodCatalogService, VodExtensions {
     }));
   }
 
+  async posterUrls(user: AuthUser, ids: readonly string[]): Promise<Map<string, string>> {
+    const items = (await this.db.itemsById(ids)).filter((i) => this.auth.canAccessLibrary(user, i.libraryId));
+    const posters = await this.db.posters(items.map((i) => i.id));
+    return new Map([...posters].map(([id, ref]) => [id, artworkUrl(this.auth, user, id, 'poster', ref)]));
+  }
+
   setWatchState(source: WatchStateSource): void {
     if (this.watchState) throw new Error('a watch-state source is set already');
     this.watchState = source;

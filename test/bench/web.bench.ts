@@ -15,7 +15,7 @@
  *     counted): average, the worst 1-second window and the longest frame (target:
  *     never below 30 fps), with the page's own requestAnimationFrame rate beside it.
  *  c. A movie library of 10,000 items: its grid scrolled down for 8 s while pages load
- *     (target ≥ 50 fps), measured the same way.
+ *     (target ≥ 50 fps), measured the same way, with the cards in the DOM at the end.
  *
  * Every figure carries the 1-minute load average around it (2-core machine, shared).
  *
@@ -334,7 +334,8 @@ async function libraryGrid(browser: Browser, host: TestHost) {
   const { context, page, errors } = await signedIn(browser, host);
   const opened = Date.now();
   await page.evaluate((id) => { document.location.hash = `/library/${id}`; }, library);
-  await page.waitForFunction(() => document.querySelectorAll('.library-grid .card').length >= 60, undefined, { timeout: 30_000 });
+  // The grid renders only the rows near the viewport: a screenful of cards, not the whole first page.
+  await page.waitForFunction(() => document.querySelectorAll('.library-grid .card').length >= 20, undefined, { timeout: 30_000 });
   const firstRenderMs = Date.now() - opened;
   await page.waitForLoadState('networkidle');
   // The grid's scroller: the first ancestor that scrolls, else the document.
@@ -351,7 +352,7 @@ async function libraryGrid(browser: Browser, host: TestHost) {
   const scrolled = await tracedScroll(browser, page, scroller, [{ frames: 480, dx: 0, dy: 40 }]);
   const cards = await page.evaluate(() => document.querySelectorAll('.library-grid .card').length);
   await context.close();
-  return { items: LIBRARY_ITEMS, firstRenderMs, cardsAfterScrolling: cards, ...scrolled, pageErrors: errors, target: { minFps: 50 } };
+  return { items: LIBRARY_ITEMS, firstRenderMs, cardsInDomAfterScrolling: cards, ...scrolled, pageErrors: errors, target: { minFps: 50 } };
 }
 
 export async function run(): Promise<Record<string, unknown>> {

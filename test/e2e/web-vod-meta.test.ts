@@ -7,7 +7,8 @@
  * typing, with fewer requests than keys typed; the VOD player's own controls
  * pause, change the audio track while paused (it stays paused, at the same
  * place), hide while playing; and when an episode ends the next one is
- * offered with a countdown and plays. Skipped (with the reason) without
+ * offered with a countdown and plays, its continue-watching card showing its
+ * picture. Skipped (with the reason) without
  * Debian's Chromium.
  */
 import { writeFile } from 'node:fs/promises';
@@ -154,6 +155,9 @@ t.test('metadata, search, player controls, up next', { skip: skipWithoutChromium
     await app.open('/');
     await page.getByRole('region', { name: 'Continue watching' }).getByRole('link', { name: /Pattern Show · S01E02 · Episode 2, / }).waitFor({ timeout: 15_000 });
     t.pass('continue watching names the show and the episode');
+    await page.waitForFunction(() => document.querySelector('.continue-row a[aria-label*="S01E02"] img.poster-image')?.naturalWidth > 0, undefined, { timeout: 15_000 });
+    t.pass('and its card shows the episode\'s picture');
+    await app.screenshot('continue-watching');
   });
 
   t.same(app.pageErrors, [], 'no page errors');

@@ -101,6 +101,8 @@ export interface ContinueEntry {
   series_title?: string | null;
   season_number?: number | null;
   episode_number?: number | null;
+  /** In the list (GET /api/continue-watching): the video's picture. */
+  poster_url?: string | null;
 }
 
 export interface SubtitleTrack {

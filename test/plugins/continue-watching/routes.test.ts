@@ -166,6 +166,26 @@ t.test('continue watching', async (t) => {
     t.equal((await client(host, host.adminToken).list()).json().items.some((i: { videoId: string }) => i.videoId === id.alpha), true, "alice's delete left admin's entry");
   });
 
+  t.test('listed entries carry the picture their library card shows', async (t) => {
+    await host.createUser('carol', 'carol-password');
+    const token = await host.login('carol', 'carol-password');
+    const carol = client(host, token);
+    await carol.progress(id.alpha, { position: 10, duration: 100 });
+    await carol.progress(id.s1e2, { position: 10, duration: 100 });
+    const listed = (await carol.list()).json().items as { videoId: string; poster_url: string | null }[];
+    const withoutKey = (url: string | null | undefined) => url?.replace(/[?&]key=[^&]*/, '');
+    const card = ((await host.inject({ method: 'GET', url: `/library/${id.moviesLib}`, headers: carol.headers })).json().items as { id: string; poster_url: string }[])
+      .find((i) => i.id === id.alpha)!;
+    t.ok(card.poster_url, 'the movie\'s card has a picture');
+    t.equal(withoutKey(listed.find((e) => e.videoId === id.alpha)?.poster_url), withoutKey(card.poster_url), 'the movie\'s entry has the same one');
+    const episode = listed.find((e) => e.videoId === id.s1e2)?.poster_url;
+    t.match(episode, new RegExp(`^/api/items/${id.s1e2}/images/poster\\?`), 'an episode has its own');
+    const image = await host.inject({ method: 'GET', url: `${episode}&width=120`, headers: carol.headers });
+    t.equal(image.statusCode, 200, 'which is served');
+    t.match(image.headers['content-type'], /^image\//);
+    t.notOk('poster_url' in (await carol.progress(id.alpha, { position: 11, duration: 100 })).json(), 'progress reports stay free of lookups');
+  });
+
   t.test('restricted users: only granted libraries, and a revoked grant hides entries at once', async (t) => {
     const kidId = await host.createUser('kid', 'kid-password', { libraries: [String(id.showsLib)] });
     const kid = client(host, await host.login('kid', 'kid-password'));

@@ -5,6 +5,7 @@
  */
 import './home.css';
 import { api } from '../api.js';
+import { Picture } from '../artwork.js';
 import { loadContinueWatching, removeFromContinueWatching, useWatchState, knownEntry } from '../player/watch-state.js';
 import { episodeCode } from '../player/sources.js';
 import { href } from '../router.js';
@@ -33,7 +34,8 @@ export function continueName(entry: ContinueEntry): string {
   return [entry.series_title, code, entry.title].filter(Boolean).join(' · ');
 }
 
-function ContinueCard({ entry }: { entry: ContinueEntry }) {
+/** `poster`: the listed entry's picture (entries this session updated since carry none). */
+function ContinueCard({ entry, poster }: { entry: ContinueEntry; poster: string | null | undefined }) {
   const name = continueName(entry);
   const [from, to] = titleColours(entry.series_title ?? entry.title);
   const fraction = entry.duration ? Math.min(1, entry.position / entry.duration) : 0;
@@ -50,6 +52,7 @@ function ContinueCard({ entry }: { entry: ContinueEntry }) {
       <a class="card" href={watchHref(entry)} aria-label={`${entry.position >= 1 ? 'Resume' : 'Play'} ${name}, ${remaining(entry)}`}>
         <div class="poster wide" style={{ background: `linear-gradient(150deg, ${from}, ${to})` }} aria-hidden="true">
           <span class="poster-title">{entry.series_title ?? entry.title}</span>
+          <Picture className="poster-image" url={poster} width={260} />
           <span class="continue-play">▶</span>
           {fraction > 0 && <span class="progress"><span style={{ width: `${fraction * 100}%` }} /></span>}
         </div>
@@ -72,7 +75,7 @@ function ContinueRow({ type, title }: { type: 'vod' | 'live_tv'; title: string }
     <section class="section" aria-label={title}>
       <div class="section-head"><h2>{title}</h2></div>
       <div class="card-row continue-row">
-        {items.map((e) => <ContinueCard key={e.videoId} entry={knownEntry(e.videoId) ?? e} />)}
+        {items.map((e) => <ContinueCard key={e.videoId} entry={knownEntry(e.videoId) ?? e} poster={e.poster_url} />)}
       </div>
     </section>
   );
