@@ -174,6 +174,36 @@ export interface Scheduler {
   list(kind?: string): Promise<ScheduledTask[]>;
 }
 
+/**
+ * A named lease held by this node (cluster mode: a row in PostgreSQL, renewed
+ * while held). `token` grows on every take, so work stamped with an older token
+ * is known to be stale; `lost` aborts when the lease could not be renewed
+ * (another node may have it now): stop the work at once.
+ */
+export interface Lease {
+  readonly name: string;
+  readonly token: number;
+  readonly lost: AbortSignal;
+  /** Gives it up now; another node may take it at once. */
+  release(): Promise<void>;
+}
+
+/**
+ * The nodes sharing one database. Single node (SQLite, or PostgreSQL without
+ * `cluster`): `enabled` is false, every lease is granted, and nothing is published.
+ */
+export interface Cluster {
+  readonly enabled: boolean;
+  readonly nodeId: string;
+  /** How long a lease outlives its node: a dead node's work is taken over after this. */
+  readonly leaseMs: number;
+  /** The lease for this node, or undefined while another node holds it. */
+  take(name: string): Promise<Lease | undefined>;
+  /** Tells the other nodes (within a second); a node does not hear its own messages. */
+  publish(channel: string, message: string): void;
+  subscribe(channel: string, handler: (message: string) => void): () => void;
+}
+
 export interface ProbeStream {
   index: number;
   codec_type: 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | string;

@@ -40,6 +40,8 @@ export interface DvrOptions {
   postPadding: number;
   /** How often the guide is checked for changes (a cheap query). */
   guideCheckMs: number;
+  /** Cluster mode: how often recordings whose node died are looked for (0: a single node, never). */
+  takeOverMs?: number;
 }
 
 export class Dvr {
@@ -48,6 +50,8 @@ export class Dvr {
   private guideVersion: string | undefined;
   private guideTimer: NodeJS.Timeout | undefined;
   private following: Promise<void> | undefined;
+  private takeOverTimer: NodeJS.Timeout | undefined;
+  private takingOver: Promise<void> | undefined;
   private readonly playListeners: ((user: AuthUser, rec: Recording) => void)[] = [];
   private readonly removeListeners: ((id: number) => void)[] = [];
   /** recording id → when its media was last asked for. */
@@ -113,7 +117,7 @@ export class Dvr {
       createdBy: user.id, createdAt: now, ruleId: null, ...episodeFields(programme), prePadding: null, postPadding: null, watchedAt: null,
     }, (id) => path.join(this.options.root, String(id)));
     this.log.info({ event: 'recording_created', recording: rec.id, channel: channelId, programme: programId, status: rec.status, user: user.username }, 'recording created');
-    if (onAir) this.recorder.start(rec);
+    if (onAir) await this.recorder.claim(rec);
     else await this.scheduleStart(rec);
     return this.current(rec);
   }
@@ -150,17 +154,35 @@ export class Dvr {
     }
     if (from > now + 1000) return this.scheduleStart(rec); // moved later: the task fires again then
     await this.store.update(id, { status: 'recording' });
-    this.recorder.start({ ...rec, status: 'recording' });
+    await this.recorder.claim({ ...rec, status: 'recording' });
   }
 
-  /** At start: running recordings resume (into a new part), scheduled ones keep their task. */
+  /** At start: running recordings resume (into a new part) unless another node records them, scheduled ones keep their task. */
   async resume(): Promise<void> {
     const now = this.now();
-    for (const rec of await this.store.withStatus('recording')) this.recorder.start(rec);
+    await this.takeOver();
     for (const rec of await this.store.withStatus('scheduled')) {
       if (now >= this.recorder.window(rec).to) await this.store.update(rec.id, { status: 'failed', error: 'missed: the server was not running during the programme' });
       else await this.scheduleStart(rec);
     }
+  }
+
+  /** Recordings under way that no node records (their node died): this one continues them, into a new part. */
+  async takeOver(): Promise<void> {
+    for (const rec of await this.store.withStatus('recording')) {
+      if (!this.recorder.active(rec.id) && (await this.recorder.claim(rec)) && this.options.takeOverMs) {
+        this.log.info({ event: 'recording_taken_over', recording: rec.id }, 'recording continues on this node');
+      }
+    }
+  }
+
+  /** Cluster mode: looks for recordings to take over every `takeOverMs`. */
+  startTakingOver(): void {
+    if (!this.options.takeOverMs) return;
+    this.takeOverTimer = setInterval(() => {
+      this.takingOver ??= this.takeOver().catch((err) => this.log.warn({ error: (err as Error).message }, 'dvr: looking for recordings to take over failed')).finally(() => { this.takingOver = undefined; });
+    }, this.options.takeOverMs);
+    this.takeOverTimer.unref();
   }
 
   /** Cancels a scheduled or running recording; deletes a finished one with its files. */
@@ -235,7 +257,9 @@ export class Dvr {
 
   async stop(): Promise<void> {
     clearInterval(this.guideTimer);
+    clearInterval(this.takeOverTimer);
     await this.following;
+    await this.takingOver;
   }
 
   async followGuide(): Promise<void> {
