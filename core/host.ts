@@ -37,7 +37,7 @@ import { SettingsManager } from './admin/settings.js';
 import { adminRoutes } from './admin/routes.js';
 import { accessKeyRoutes } from './admin/access-key-routes.js';
 import { createLogger, type LogLevel } from './logging/logger.js';
-import { openCluster, sharedSecret, type ClusterNode } from './cluster/cluster.js';
+import { migrationLock, openCluster, sharedSecret, type ClusterNode } from './cluster/cluster.js';
 import { clusterRoutes } from './cluster/routes.js';
 import { LogBuffer } from './logging/log-buffer.js';
 
@@ -152,8 +152,13 @@ export class Host {
     await chmod(dataDir, 0o700); // secret, database and avatars live here: owner only
 
     this.knex = await openDatabase(config, this.logger.child({ component: 'database' }));
-    await runMigrations(this.knex, 'core', coreMigrations);
-    this.cluster = await openCluster(config, this.knex, this.logger.child({ component: 'cluster' }));
+    const migrated = await migrationLock(config, this.knex);
+    try {
+      this.cluster = await openCluster(config, this.knex, this.logger.child({ component: 'cluster' }));
+      await this.migrate();
+    } finally {
+      await migrated();
+    }
     // Every node signs with the same secret, so a token from one works on all.
     const secret = this.cluster.enabled ? await sharedSecret(this.knex, dataDir) : await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
@@ -184,15 +189,7 @@ export class Host {
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock, this.cluster);
     const events = new EventBusImpl(this.logger);
 
-    this.plugins = await loadPlugins(config, this.options.definitions);
     this.settings = new SettingsManager(new ConfigFile(config.file), config, this.logger.child({ component: 'settings' }));
-    for (const p of this.plugins) {
-      try {
-        await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
-      } catch (err) {
-        throw new Error(`plugin ${p.def.id}: migration failed: ${(err as Error).message}`);
-      }
-    }
 
     this.app = await createHttp({ config, logger: this.logger, auth: this.auth, secret, version: VERSION });
     await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
@@ -230,6 +227,19 @@ export class Host {
       await this.cluster.join(() => this.jobs.list());
       for (const hook of this.startHooks) await hook();
       await this.scheduler.start();
+    }
+  }
+
+  /** The core's tables, then the plugins' (loaded here), each owner's migrations in order. */
+  private async migrate(): Promise<void> {
+    await runMigrations(this.knex, 'core', coreMigrations);
+    this.plugins = await loadPlugins(this.config, this.options.definitions);
+    for (const p of this.plugins) {
+      try {
+        await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
+      } catch (err) {
+        throw new Error(`plugin ${p.def.id}: migration failed: ${(err as Error).message}`);
+      }
     }
   }
 
@@ -349,7 +359,12 @@ export class Host {
     if ((await this.accounts.countUsers()) > 0) return;
     const given = this.options.adminPassword ?? process.env.ANTENNA_ADMIN_PASSWORD;
     const password = given || generatePassword();
-    await this.accounts.createUser({ username: 'admin', password, admin: true });
+    try {
+      await this.accounts.createUser({ username: 'admin', password, admin: true });
+    } catch (err) {
+      if ((await this.accounts.countUsers()) > 0) return; // another node, starting at the same time, made it
+      throw err;
+    }
     this.logger.info({ event: 'admin_created', user: 'admin' }, 'first start: admin user created');
     if (given) return;
     this.firstAdminPassword = password;

@@ -129,3 +129,28 @@ class SingleNode implements ClusterNode {
     return [{ id: this.nodeId, advertise_url: this.advertiseUrl ?? null, started_at: this.startedAt, heartbeat_at: now, alive: true, ...ownStatus(jobs()), leases: [] }];
   }
 }
+
+/** An arbitrary constant: the advisory lock nodes take around their migrations. */
+const MIGRATION_LOCK = 0x616e746e;
+
+/**
+ * Nodes starting together would run the same migrations at once (knex's own lock
+ * fails the second instead of waiting): with `cluster` on PostgreSQL, a session
+ * advisory lock on a connection set aside makes them wait their turn. Returns its release.
+ */
+export async function migrationLock(config: AntennaConfig, knex: Knex): Promise<() => Promise<void>> {
+  if (!config.cluster || config.database.client !== 'pg') return async () => {};
+  const client = knex.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<void> };
+  const connection = await client.acquireConnection();
+  await knex.raw('SELECT pg_advisory_lock(?)', [MIGRATION_LOCK]).connection(connection);
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    try {
+      await knex.raw('SELECT pg_advisory_unlock(?)', [MIGRATION_LOCK]).connection(connection);
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
+}
