@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, type AuthUser, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
+import { errors, type AuthUser, type Cluster, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
 import { ACTIVE, type EpisodeFields, type Recording } from './model.js';
 import type { Recorder } from './recorder.js';
 import { defaultSpec, matchOf, ruleSpec, type Rule, type RuleSpec, type RuleStore } from './rules.js';
@@ -42,6 +42,7 @@ export interface DvrOptions {
   guideCheckMs: number;
   /** Cluster mode: how often recordings whose node died are looked for (0: a single node, never). */
   takeOverMs?: number;
+  cluster?: Cluster;
 }
 
 export class Dvr {
@@ -91,7 +92,7 @@ export class Dvr {
   }
 
   async create(user: AuthUser, channelId: number, programId: number): Promise<Recording> {
-    const rec = await this.serial(() => this.createNow(user, channelId, programId));
+    const rec = await this.serial(() => this.clusterWide(() => this.createNow(user, channelId, programId)));
     // A one-off outranks rules: theirs move to other airings, or into conflict.
     if (rec.status === 'scheduled') await this.evaluateRules();
     return (await this.get(rec.id)) ?? rec;
@@ -274,7 +275,30 @@ export class Dvr {
 
   /** Evaluates every rule against the guide and applies the plan (series.ts). */
   evaluateRules(): Promise<void> {
-    return this.serial(() => this.evaluateNow());
+    return this.serial(() => this.clusterWide(() => this.evaluateNow()));
+  }
+
+  /**
+   * Cluster mode: recordings are created and rules evaluated by one node at a time (two at
+   * once would both add the same airing, or both take the last tuner slot), so this waits for
+   * the lease another node may hold, two lease times at most.
+   */
+  private async clusterWide<T>(task: () => Promise<T>): Promise<T> {
+    const cluster = this.options.cluster;
+    if (!cluster?.enabled) return task();
+    const deadline = this.now() + cluster.leaseMs * 2;
+    for (;;) {
+      const lease = await cluster.take('dvr:planning');
+      if (lease) {
+        try {
+          return await task();
+        } finally {
+          await lease.release();
+        }
+      }
+      if (this.now() > deadline) throw errors.unavailable('Another node is planning recordings; try again');
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   private async evaluateNow(): Promise<void> {

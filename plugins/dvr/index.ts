@@ -59,7 +59,7 @@ export default definePlugin({
           prePaddingMs: parseDuration(cfg.prePadding), postPaddingMs: parseDuration(cfg.postPadding), pollMs: POLL_MS, minFreeBytes: MIN_FREE_BYTES,
         }, cluster);
         const dvr = new Dvr(store, new RuleStore(db), recorder, live, scheduler, logger, now, {
-          root, guideCheckMs: GUIDE_CHECK_MS, takeOverMs: cluster.enabled ? Math.max(500, Math.floor(cluster.leaseMs / 3)) : 0, prePadding: parseDuration(cfg.prePadding) / 1000, postPadding: parseDuration(cfg.postPadding) / 1000,
+          root, guideCheckMs: GUIDE_CHECK_MS, takeOverMs: cluster.enabled ? Math.max(500, Math.floor(cluster.leaseMs / 3)) : 0, cluster, prePadding: parseDuration(cfg.prePadding) / 1000, postPadding: parseDuration(cfg.postPadding) / 1000,
         });
         recorder.onFinished((id) => {
           void (async () => {
