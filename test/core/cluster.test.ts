@@ -12,9 +12,26 @@ import path from 'node:path';
 import { serve, xmltv } from '../plugins/live-tv/fixtures.js';
 import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
+import { createTestHost } from '../../sdk/testing.js';
+import { tmpDir } from '../helpers/http.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(180_000);
+
+t.test('a single node: GET /api/admin/nodes lists itself; cluster on SQLite stops start-up', async (t) => {
+  const host = await createTestHost();
+  t.teardown(() => host.close());
+  const res = await host.inject({ method: 'GET', url: '/api/admin/nodes', headers: host.authHeaders });
+  t.equal(res.statusCode, 200);
+  const body = res.json();
+  t.equal(body.cluster, false);
+  t.equal(body.nodes.length, 1);
+  t.match(body.nodes[0], { id: body.node, alive: true, leases: [], load: { cpus: Number } });
+  t.equal((await host.inject({ method: 'GET', url: '/api/admin/nodes' })).statusCode, 401);
+  const dataDir = await tmpDir(t, 'antenna-cluster-sqlite-');
+  await t.rejects(createTestHost({ dataDir, config: { database: { client: 'sqlite3' }, cluster: { nodeId: 'a' } } }), /cluster: .*database\.client is sqlite3, expected pg/);
+  await t.rejects(createTestHost({ dataDir, config: { database: { client: 'sqlite3' }, cluster: { leaseSeconds: 0 } } }), /cluster\.leaseSeconds: got 0/);
+});
 
 t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
   const db = await freshDatabase(PG!);
