@@ -197,8 +197,14 @@ export interface Cluster {
   readonly nodeId: string;
   /** How long a lease outlives its node: a dead node's work is taken over after this. */
   readonly leaseMs: number;
-  /** The lease for this node, or undefined while another node holds it. */
-  take(name: string): Promise<Lease | undefined>;
+  /**
+   * The lease for this node, or undefined while another node holds it. With `group` and
+   * `limit`: also undefined when `limit` other leases of the group are held (by any node),
+   * e.g. the streams of one tuner across the cluster.
+   */
+  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined>;
+  /** Which node holds the lease now, and how to reach it (its advertiseUrl); undefined when nobody does. */
+  holder(name: string): Promise<{ node: string; url: string | null } | undefined>;
   /** Tells the other nodes (within a second); a node does not hear its own messages. */
   publish(channel: string, message: string): void;
   subscribe(channel: string, handler: (message: string) => void): () => void;

@@ -68,8 +68,12 @@ class PgCluster implements ClusterNode {
     await this.messages.start();
   }
 
-  take(name: string): Promise<Lease | undefined> {
-    return this.leases.take(name);
+  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined> {
+    return this.leases.take(name, options);
+  }
+
+  holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
+    return this.leases.holder(name);
   }
 
   publish(topic: string, message: string): void {
@@ -118,6 +122,7 @@ class SingleNode implements ClusterNode {
     return { name, token: 1, lost: new AbortController().signal, release: async () => {} };
   }
 
+  async holder(): Promise<undefined> { return undefined; }
   publish(): void {}
   subscribe(): () => void { return () => {}; }
   onResync(): void {}

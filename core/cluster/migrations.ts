@@ -29,4 +29,13 @@ export const clusterMigrations: Migration[] = [
       });
     },
   },
+  {
+    // Leases counted together (one tuner's streams across the nodes).
+    name: '002_lease_groups',
+    async up(knex) {
+      await knex.schema.alterTable('cluster_leases', (t) => {
+        t.string('grp', 191).nullable().index();
+      });
+    },
+  },
 ];

@@ -10,7 +10,7 @@ const TOPIC = 'scheduler';
 const ALONE: Cluster = {
   enabled: false, nodeId: 'local', leaseMs: 0,
   take: async (name) => ({ name, token: 1, lost: new AbortController().signal, release: async () => {} }),
-  publish: () => {}, subscribe: () => () => {},
+  holder: async () => undefined, publish: () => {}, subscribe: () => () => {},
 };
 
 /**
