@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import type { MediaRepresentation } from './media.js';
 import { createExtensionPoint, createServiceRef } from './refs.js';
+import type { AccessGrant } from './services.js';
 
 /** One channel as a tuner lists it. */
 export interface TunerChannel {
@@ -327,9 +328,16 @@ export interface LiveTvAccess {
    * The channel's live session as MPEG-TS, for clients that read one stream (HDHomeRun, M3U): a
    * viewer's hold (above) whose segments are copied into MPEG-TS, starting with the newest ones the
    * session keeps. Resolves once there is something to send; 404 unknown channel, 409 tuner full,
-   * 503 when the stream does not start. `signal` (the client went away) closes it. (Since SDK 1.2.)
+   * 503 when the stream does not start. `signal` (the client went away) closes it; so does the
+   * revocation of `grant`'s access key, the stream then cut off at once. (Since SDK 1.2.)
    */
-  mpegTs(channelId: number, options: { label: string; signal?: AbortSignal }): Promise<LiveMpegTs>;
+  mpegTs(channelId: number, options: { label: string; signal?: AbortSignal; grant?: AccessGrant }): Promise<LiveMpegTs>;
+  /**
+   * The path of the channel's HLS master playlist (`/watch/live/<id>/master.m3u8?key=…`) with a key
+   * the grant minted: it plays with no header, manifests and segments alike, for as long as the
+   * grant's access key lives. Does not tune the channel. (Since SDK 1.2.)
+   */
+  hlsPath(channelId: number, grant: AccessGrant): string;
   /**
    * Channels whose name or number contains `query`, in channel order, and programmes on
    * now or later whose title contains it, by start time: up to `limit` of each. Case and

@@ -40,6 +40,13 @@ export interface AuthUser {
    * (ms since epoch). Keys signed for this user expire no later, so a key never renews itself.
    */
   mediaKeyExpiresAt?: number;
+  /**
+   * Set when the caller is no user but a client an access key let in, through a media key the key
+   * minted (AccessGrant.mediaKey): the key's name, or '' for a client of an `accessKeys.open`
+   * network. Such a caller has id 0 and no libraries; keys signed for it live as long as that
+   * access key. (Since SDK 1.2.)
+   */
+  accessKey?: string;
 }
 
 export interface AuthService {
@@ -77,6 +84,12 @@ export interface AccessGrant {
    * second when the CLI does): close what the request opened. Returns how to stop listening.
    */
   onRevoked(listener: () => void): () => void;
+  /**
+   * A media key for `scope` (such as `live:12`) that works as long as this access key does: no
+   * expiry, refused at once when the key is revoked (an open network's key: from those networks
+   * only). For URLs handed to clients that keep them for days (an M3U's HLS URLs). (Since SDK 1.2.)
+   */
+  mediaKey(scope: string): string;
 }
 
 export type JobState = 'running' | 'completed' | 'failed' | 'stopped';

@@ -5,13 +5,18 @@
  * so the database alone does not reveal it while the server can show it again
  * (the admin's "copy", discovery announcing it). Clients of the `open` networks
  * get the same paths without a key.
+ *
+ * A key also mints media keys (`?key=` of the routes with a mediaScope, such as
+ * live HLS) for the URLs it hands out: they name the key, not a user, and hold
+ * exactly as long as it does, so a playlist a client keeps for days stays valid
+ * until the key is revoked, and not a moment longer.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type { Knex } from 'knex';
 import { errors } from '../../sdk/errors.js';
-import type { AccessGrant } from '../../sdk/services.js';
+import type { AccessGrant, AuthUser } from '../../sdk/services.js';
 
 export interface AccessKeyRow { id: number; name: string; created_at: number; revoked_at: number | null }
 
@@ -22,6 +27,8 @@ const KEY_LENGTH = 32; // base64url characters: 192 bits
 /** How long the active keys are trusted before the database is read again (a revocation by the CLI shows within this). */
 const FRESH_MS = 1000;
 const NAME = /^[^\s\p{C}/\\]{1,64}$/u;
+/** The body of a media key an access key minted: `k.<key id>`, or `k.open` for an open network's client. */
+const MINTED = /^k\.(\d{1,15}|open)$/;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,10 +58,13 @@ function isOpen(list: BlockList, ip: string): boolean {
   return family !== 0 && list.check(address, family === 6 ? 'ipv6' : 'ipv4');
 }
 
+interface ActiveKeys { at: number; byKey: Map<string, AccessKeyRow>; byId: Map<number, AccessKeyRow> }
+
 export class AccessKeys {
   private readonly secret: Buffer;
-  private active?: { at: number; byKey: Map<string, AccessKeyRow> };
-  private loading?: Promise<Map<string, AccessKeyRow>>;
+  private readonly mediaSecret: Buffer;
+  private active?: ActiveKeys;
+  private loading?: Promise<ActiveKeys>;
   /** Listeners of open streams, by key id; the database is watched while there are any. */
   private readonly watchers = new Map<number, Set<() => void>>();
   private timer?: NodeJS.Timeout;
@@ -63,6 +73,7 @@ export class AccessKeys {
     private readonly knex: Knex, serverSecret: string, private readonly open: BlockList, private readonly now: () => number = Date.now,
   ) {
     this.secret = createHmac('sha256', serverSecret).update('antenna access keys v1').digest();
+    this.mediaSecret = createHmac('sha256', serverSecret).update('antenna access-key media keys v1').digest();
   }
 
   private derive(id: number, salt: string): string {
@@ -112,15 +123,15 @@ export class AccessKeys {
     return row ? this.derive(row.id, row.salt) : undefined;
   }
 
-  private async activeKeys(): Promise<Map<string, AccessKeyRow>> {
-    if (this.active && this.now() - this.active.at < FRESH_MS) return this.active.byKey;
+  private async activeKeys(): Promise<ActiveKeys> {
+    if (this.active && this.now() - this.active.at < FRESH_MS) return this.active;
     this.loading ??= (async () => {
-      const rows = await this.knex('access_keys').whereNull('revoked_at').select('id', 'name', 'salt', 'created_at', 'revoked_at');
+      const rows: (AccessKeyRow & { salt: string })[] = await this.knex('access_keys').whereNull('revoked_at').select('id', 'name', 'salt', 'created_at', 'revoked_at');
       const byKey = new Map<string, AccessKeyRow>(rows.map((r) => [this.derive(r.id, r.salt), r]));
-      this.active = { at: this.now(), byKey };
-      const ids = new Set(rows.map((r) => r.id as number));
-      for (const id of [...this.watchers.keys()]) if (!ids.has(id)) this.revoked(id);
-      return byKey;
+      const byId = new Map<number, AccessKeyRow>(rows.map((r) => [Number(r.id), r]));
+      this.active = { at: this.now(), byKey, byId };
+      for (const id of [...this.watchers.keys()]) if (!byId.has(id)) this.revoked(id);
+      return this.active;
     })().finally(() => { this.loading = undefined; });
     return this.loading;
   }
@@ -130,12 +141,50 @@ export class AccessKeys {
     const given = (request.params as { key?: unknown } | undefined)?.key;
     if (given === undefined) {
       if (!isOpen(this.open, request.ip)) throw errors.unauthorized('An access key is needed in the URL');
-      request.accessGrant = { onRevoked: () => () => {} };
+      request.accessGrant = { onRevoked: () => () => {}, mediaKey: (scope) => this.mint('k.open', scope) };
       return;
     }
-    const row = typeof given === 'string' && given.length === KEY_LENGTH ? (await this.activeKeys()).get(given) : undefined;
+    const row = typeof given === 'string' && given.length === KEY_LENGTH ? (await this.activeKeys()).byKey.get(given) : undefined;
     if (!row) throw errors.unauthorized('Invalid access key');
-    request.accessGrant = { name: row.name, onRevoked: (listener) => this.watch(row.id, listener) };
+    request.accessGrant = { name: row.name, onRevoked: (listener) => this.watch(row.id, listener), mediaKey: (scope) => this.mint(`k.${row.id}`, scope) };
+  }
+
+  /** Whether a media key's body is one an access key minted (else it is a user's). */
+  static minted(body: string): boolean {
+    return MINTED.test(body);
+  }
+
+  /** A media key for `scope` minted by the access key a caller came in with (`holder`: its session id, `k.<id>` or `k.open`). */
+  mint(holder: string, scope: string): string {
+    if (!MINTED.test(holder)) throw new Error('not an access key holder');
+    return `${Buffer.from(holder).toString('base64url')}.${this.mediaMac(scope, holder)}`;
+  }
+
+  private mediaMac(scope: string, body: string): string {
+    return createHmac('sha256', this.mediaSecret).update(scope).update('\n').update(body).digest('base64url');
+  }
+
+  /**
+   * The caller a minted media key lets into a route of `scope`: 401 when the key is forged or for
+   * another scope, its access key revoked, or it is an open network's and the client is not on one.
+   */
+  async mediaKeyUser(request: FastifyRequest, scope: string, body: string, sig: string): Promise<AuthUser> {
+    const expected = Buffer.from(this.mediaMac(scope, body));
+    const given = Buffer.from(sig);
+    if (!MINTED.test(body) || expected.length !== given.length || !timingSafeEqual(expected, given)) throw errors.unauthorized('Invalid media key');
+    const holder = body.slice(2);
+    let name = '';
+    if (holder === 'open') {
+      if (!isOpen(this.open, request.ip)) throw errors.unauthorized('An access key is needed in the URL');
+    } else {
+      const row = (await this.activeKeys()).byId.get(Number(holder));
+      if (!row) throw errors.unauthorized('Invalid access key');
+      name = row.name;
+    }
+    return {
+      id: 0, username: name ? `access key ${name}` : 'open network', active: true, admin: false, all_libraries_access: false, libraries: [],
+      sessionId: body, deviceId: body, accessKey: name,
+    };
   }
 
   private watch(id: number, listener: () => void): () => void {

@@ -5,7 +5,7 @@ import { errors } from '../../sdk/errors.js';
 import type { AccessGrant, AuthService, AuthUser } from '../../sdk/services.js';
 import type { RouteAuth } from '../../sdk/http.js';
 import type { AccountStore, UserRow } from './accounts.js';
-import type { AccessKeys } from './access-keys.js';
+import { AccessKeys } from './access-keys.js';
 
 /** `lastSeen`: the last use the database knows of; `seenAt`: when this process last wrote one. */
 interface CachedSession { userId: number; deviceId: string; revoked: boolean; at: number; lastSeen: number; seenAt: number }
@@ -198,6 +198,11 @@ export class AuthServiceImpl implements AuthService {
   }
 
   signMediaKey(user: AuthUser, scope: string, ttlSeconds = this.opts.mediaKeyTtlSeconds): string {
+    // A client an access key let in gets keys its access key mints: they live exactly as long as it.
+    if (user.accessKey !== undefined) {
+      if (!this.accessKeys) throw errors.unauthorized('Invalid access key');
+      return this.accessKeys.mint(user.sessionId, scope);
+    }
     // Expiry rounded up to a 5-minute step: the same URL for a while, so players and caches
     // see one segment URL instead of a new one every second.
     const step = 300;
@@ -219,6 +224,10 @@ export class AuthServiceImpl implements AuthService {
     const [bodyB64, sig] = key.split('.');
     if (!bodyB64 || !sig) throw errors.unauthorized('Invalid media key');
     const body = Buffer.from(bodyB64, 'base64url').toString();
+    if (AccessKeys.minted(body)) {
+      if (!this.accessKeys) throw errors.unauthorized('Invalid media key');
+      return this.accessKeys.mediaKeyUser(request, scopeOf(request), body, sig);
+    }
     const expected = Buffer.from(this.mac(scopeOf(request), body));
     const given = Buffer.from(sig);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw errors.unauthorized('Invalid media key');

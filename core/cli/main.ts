@@ -190,7 +190,7 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
 function keyUrls(config: AntennaConfig, key: string): string[] {
   const s = config.server;
   const base = (s.publicUrl ?? `http://${s.host === '0.0.0.0' || s.host === '::' ? '<this-machine>' : s.host}:${s.port}`).replace(/\/+$/, '');
-  return [`HDHomeRun tuner: ${base}/hdhr/${key}/`, `M3U playlist:   ${base}/iptv/${key}/channels.m3u`, `XMLTV guide:    ${base}/iptv/${key}/guide.xml.gz`];
+  return [`HDHomeRun tuner: ${base}/hdhr/${key}/`, `M3U playlist:   ${base}/iptv/${key}/channels.m3u`, `  (HLS streams): ${base}/iptv/${key}/channels.m3u?format=hls`, `XMLTV guide:    ${base}/iptv/${key}/guide.xml.gz`];
 }
 
 async function accessKeyCommand(config: AntennaConfig, args: string[]): Promise<void> {

@@ -182,18 +182,13 @@ async function stream(request: FastifyRequest, reply: FastifyReply, live: LiveTv
   request.raw.on('close', () => gone.abort());
   let ts;
   try {
-    ts = await live.mpegTs(found.id, { label: `hdhomerun ${grant.name ?? 'open network'}`, signal: gone.signal });
+    ts = await live.mpegTs(found.id, { label: `hdhomerun ${grant.name ?? 'open network'}`, signal: gone.signal, grant });
   } catch (err) {
     if (isAppError(err) && err.statusCode === 409) {
       return reply.code(503).header('x-hdhomerun-error', TUNER_FULL).send({ error: `${TUNER_FULL}: ${err.message}` });
     }
     throw err;
   }
-  const stopWatching = grant.onRevoked(() => {
-    ts.close();
-    reply.raw.destroy();
-  });
-  ts.stream.on('close', stopWatching);
   reply.raw.on('close', () => ts.close());
   return reply.code(200).header('cache-control', 'no-store').type('video/mp2t').send(ts.stream);
 }

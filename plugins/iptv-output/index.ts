@@ -3,7 +3,8 @@
  * for Kodi, TiviMate, VLC, Jellyfin and the other clients that take live TV
  * that way. Under `/iptv/<access key>/` (and `/iptv/` for the clients of
  * `accessKeys.open` networks); streams are the channels' shared live sessions
- * as MPEG-TS.
+ * as MPEG-TS, or (`?format=hls`) as live-tv's own HLS with keys the access key
+ * mints, which hold as long as it does: clients keep a playlist for days.
  */
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
@@ -41,11 +42,16 @@ export default definePlugin({
 });
 
 /** The scheme and host the client used, checked: URLs in the playlist are built from them. */
-function baseUrl(request: FastifyRequest): string {
+function origin(request: FastifyRequest): string {
   const host = request.headers.host ?? '';
   if (!/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host)) throw errors.badRequest('Host header is missing or malformed');
+  return `${request.protocol}://${host}`;
+}
+
+/** `/iptv/<key>` as the client wrote it, or `/iptv` for an open network's client. */
+function baseUrl(request: FastifyRequest): string {
   const key = (request.params as { key?: string }).key;
-  return `${request.protocol}://${host}/iptv${key === undefined ? '' : `/${key}`}`;
+  return `${origin(request)}/iptv${key === undefined ? '' : `/${key}`}`;
 }
 
 /** An M3U attribute value: quotes and line breaks would end it early. */
@@ -62,26 +68,29 @@ function routes(http: HttpScope, live: LiveTvAccess, options: { guideDays: numbe
     config,
     schema: {
       summary: 'Every channel as an M3U playlist', tags,
-      description: 'One `#EXTINF:-1` entry per channel in number order, with tvg-id (the XMLTV output\'s channel id), tvg-chno, tvg-name, tvg-logo and group-title (`;`-joined); the stream URL is the channel as MPEG-TS. `group` keeps one category.',
+      description: 'One `#EXTINF:-1` entry per channel in number order, with tvg-id (the XMLTV output\'s channel id), tvg-chno, tvg-name, tvg-logo and group-title (`;`-joined); the stream URL is the channel as MPEG-TS (`/iptv/<key>/stream/<id>.ts`), or with `format=hls` its HLS master playlist (`/watch/live/<id>/master.m3u8?key=…`) with a key scoped to that channel that this access key minted: manifests and segments need no header, and the key never expires but stops working (401) the moment the access key is revoked. `group` keeps one category.',
       params: Type.Object(params),
       querystring: Type.Object({
         group: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-        format: Type.Optional(Type.Literal('ts', { description: 'Stream URLs as MPEG-TS (the default and only format)' })),
+        format: Type.Optional(Type.Union([Type.Literal('ts'), Type.Literal('hls')], { description: 'Stream URLs as MPEG-TS (default) or as keyed HLS' })),
       }),
       response: { ...Errors },
     },
   }, async (request, reply) => {
-    const { group } = request.query as { group?: string };
+    const { group, format = 'ts' } = request.query as { group?: string; format?: 'ts' | 'hls' };
     const base = baseUrl(request);
+    const grant = options.grantOf(request);
+    const streamUrl = format === 'hls' ? (id: number) => `${origin(request)}${live.hlsPath(id, grant)}` : (id: number) => `${base}/stream/${id}.ts`;
     const all = await live.channels();
     const ids = xmltvIds(all);
     const lines = [`#EXTM3U url-tvg="${base}/guide.xml.gz" x-tvg-url="${base}/guide.xml.gz"`];
     for (const c of all) {
       if (group !== undefined && !c.groups.includes(group)) continue;
       lines.push(`#EXTINF:-1 tvg-id="${attr(ids.get(c.id)!)}" tvg-chno="${attr(c.number)}" tvg-name="${attr(c.name)}" tvg-logo="${attr(c.logo ?? '')}" group-title="${attr(c.groups.join(';'))}",${c.name.replace(/[\r\n]/g, ' ')}`);
-      lines.push(`${base}/stream/${c.id}.ts`);
+      lines.push(streamUrl(c.id));
     }
-    return reply.type('audio/x-mpegurl; charset=utf-8').header('cache-control', 'no-store').send(lines.join('\n') + '\n');
+    // No charset parameter (M3U is UTF-8 anyway): mpv recognises a playlist whose URL has a query only by the bare type.
+    return reply.type('audio/x-mpegurl').header('cache-control', 'no-store').send(lines.join('\n') + '\n');
   }));
 
   for (const [file, gzip] of [['guide.xml', false], ['guide.xml.gz', true]] as const) {
@@ -123,12 +132,7 @@ async function stream(request: FastifyRequest, reply: FastifyReply, live: LiveTv
   if (!id || Number(id) > 2 ** 31 - 1) throw errors.notFound(`No channel ${file.slice(0, 40)}: expected <channel id>.ts`);
   const gone = new AbortController();
   request.raw.on('close', () => gone.abort());
-  const ts = await live.mpegTs(Number(id), { label: `iptv ${grant.name ?? 'open network'}`, signal: gone.signal });
-  const stopWatching = grant.onRevoked(() => {
-    ts.close();
-    reply.raw.destroy();
-  });
-  ts.stream.on('close', stopWatching);
+  const ts = await live.mpegTs(Number(id), { label: `iptv ${grant.name ?? 'open network'}`, signal: gone.signal, grant });
   reply.raw.on('close', () => ts.close());
   return reply.code(200).header('cache-control', 'no-store').type('video/mp2t').send(ts.stream);
 }

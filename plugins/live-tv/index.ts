@@ -114,8 +114,10 @@ export default definePlugin({
         // a time; a remove-then-add of one id (an edit) is one change, read when its turn comes.
         const queued = new Set<string>();
         let changes = Promise.resolve();
+        let closing = false;
         registry.onChange(({ kind, id }) => {
           const key = taskId(kind, id);
+          if (closing) return;
           if (queued.has(key)) return;
           queued.add(key);
           changes = changes.then(async () => {
@@ -143,7 +145,12 @@ export default definePlugin({
           else await scheduler.cancel(task.id); // the source left the config
         });
 
-        lifecycle.onShutdown(() => live.stop());
+        // A change being applied finishes first: its queries must not reach a database being closed.
+        lifecycle.onShutdown(async () => {
+          closing = true;
+          await changes;
+          await live.stop();
+        });
         lifecycle.onStart(async () => {
           await live.guide.removeUnfinished();
           // One persisted schedule per source; schedules of sources no longer configured go away.
@@ -227,9 +234,11 @@ function accessService(
       return (await service.guide.findAirings(matches, from, to)).filter((a) => present.has(a.channelId));
     },
     hold,
-    async mpegTs(channelId, { label, signal }) {
-      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal });
+    async mpegTs(channelId, { label, signal, grant }) {
+      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal, grant });
     },
+    // The scope is the one the watch routes check (live/routes.ts).
+    hlsPath: (channelId, grant) => `/watch/live/${channelId}/master.m3u8?key=${grant.mediaKey(`live:${channelId}`)}`,
     async search(query, limit) {
       const q = fold(query);
       if (!q || limit <= 0) return { channels: [], programmes: [] };

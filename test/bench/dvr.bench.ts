@@ -26,7 +26,7 @@ import path from 'node:path';
 import { unusedPort } from '../helpers/env.js';
 import { FFMPEG, killGroup } from '../helpers/upstream.js';
 import { m3u } from '../plugins/live-tv/fixtures.js';
-import { ADMIN_PASSWORD, logTail, MINUTE, minuteAt, minuteGuide, startServer, waitListening } from '../plugins/dvr/fixtures.js';
+import { ADMIN_PASSWORD, logTail, MINUTE, slotAt, slotGuide, startServer, waitListening } from '../plugins/dvr/fixtures.js';
 import { partSeconds, readParts } from '../../plugins/dvr/parts.js';
 import { load1, sleep } from './stats.js';
 
@@ -93,7 +93,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const names = Array.from({ length: RECORDINGS }, (_, i) => `ch${i + 1}`);
   await writeFile(path.join(dir, 'tv.m3u'), m3u(names.map((n, i) => ({ name: n, tvgId: n, chno: String(i + 1), url: `${upstream.base}/live/${n}.ts` }))));
   const t0 = Date.now();
-  await writeFile(path.join(dir, 'guide.xml'), minuteGuide(names, t0, -5, 20));
+  await writeFile(path.join(dir, 'guide.xml'), slotGuide(names, t0, -5, 20));
   const port = await unusedPort();
   const base = `http://127.0.0.1:${port}`;
   await writeFile(path.join(dir, 'antenna.yaml'), [
@@ -114,8 +114,8 @@ export async function run(): Promise<Record<string, unknown>> {
     const guide = (await (await fetch(`${base}/programs`, { headers })).json()) as any;
     // The first programme whose padded start is at least 10 s away: every recording starts together.
     let offset = 1;
-    while (minuteAt(Date.now(), offset) - PAD_S * 1000 < Date.now() + 10_000) offset++;
-    const start = minuteAt(Date.now(), offset);
+    while (slotAt(Date.now(), offset) - PAD_S * 1000 < Date.now() + 10_000) offset++;
+    const start = slotAt(Date.now(), offset);
     const ids: number[] = [];
     for (const c of guide.channels) {
       const p = c.programs.find((x: any) => Date.parse(x.start) === start);

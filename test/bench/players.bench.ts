@@ -28,7 +28,7 @@ import { createTestHost } from '../../sdk/testing.js';
 import { playWithGstreamer, skipWithoutGstreamer } from '../helpers/gstreamer.js';
 import { FFMPEG, killGroup, startUpstream } from '../helpers/upstream.js';
 import { m3u } from '../plugins/live-tv/fixtures.js';
-import { guideByName, MINUTE, minuteAt, minuteGuide, programmeAt } from '../plugins/dvr/fixtures.js';
+import { guideByName, MINUTE, slotAt, slotGuide, programmeAt } from '../plugins/dvr/fixtures.js';
 import { load1, median, sleep } from './stats.js';
 
 const RUNS = Number(process.env.PLAYERS_BENCH_RUNS ?? 3);
@@ -91,7 +91,7 @@ export async function run(): Promise<unknown> {
   const channelNames = Array.from({ length: RUNS * ELEMENTS.length }, (_, i) => `Cold${i}`);
   await writeFile(path.join(dir, 'tv.m3u'), m3u([...channelNames, 'Rec'].map((name, i) => ({ name, tvgId: name.toLowerCase(), chno: String(i + 1), url: `${upstream.base}/live/${name.toLowerCase()}.ts` }))));
   const now = Date.now();
-  await writeFile(path.join(dir, 'guide.xml'), minuteGuide(['rec'], now, -5, 10));
+  await writeFile(path.join(dir, 'guide.xml'), slotGuide(['rec'], now, -5, 10));
   const host = await createTestHost({
     listen: true,
     plugins: {
@@ -114,7 +114,7 @@ export async function run(): Promise<unknown> {
 
     // The recording: next minute's programme on Rec (a whole minute), recorded while live is measured.
     const guide = await guideByName((u) => api(u));
-    const next = programmeAt(guide, 'Rec', minuteAt(Date.now(), 1));
+    const next = programmeAt(guide, 'Rec', slotAt(Date.now(), 1));
     const created = await api('/recordings', { method: 'POST', body: JSON.stringify({ channel_id: next.channelId, program_id: next.programme.id }) });
     const vodRef = ffmpegHls(`${upstream.base}/live/refvod.ts`, refVodDir, 30);
     const liveRef = await ffmpegHls(`${upstream.base}/live/reflive.ts`, refLiveDir);

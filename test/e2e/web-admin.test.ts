@@ -207,8 +207,9 @@ auth:
     await card.waitFor();
     const keys = (await host.inject({ method: 'GET', url: '/api/admin/access-keys', headers: host.authHeaders })).json().access_keys;
     const key = keys.find((k: { name: string }) => k.name === 'living-room').key as string;
-    for (const url of [`/hdhr/${key}/`, `/iptv/${key}/channels.m3u`, `/iptv/${key}/guide.xml.gz`]) await card.getByText(url, { exact: false }).waitFor();
-    t.pass('the tuner, playlist and guide URLs are shown with the key');
+    const endsWith = (url: string) => new RegExp(`${url.replace(/[.?]/g, '\\$&')}$`);
+    for (const url of [`/hdhr/${key}/`, `/iptv/${key}/channels.m3u`, `/iptv/${key}/channels.m3u?format=hls`, `/iptv/${key}/guide.xml.gz`]) await card.getByText(endsWith(url)).waitFor();
+    t.pass('the tuner, playlist (TS and HLS) and guide URLs are shown with the key');
     await shot('admin-access-keys');
     await card.getByRole('button', { name: /^Revoke/ }).click();
     await page.getByRole('button', { name: 'Yes, revoke' }).click();

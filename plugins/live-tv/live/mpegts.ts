@@ -7,7 +7,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { errors, type FfmpegService, type LiveHold, type LiveMpegTs, type LiveSegment, type Logger } from 'antenna/sdk';
+import { errors, type AccessGrant, type FfmpegService, type LiveHold, type LiveMpegTs, type LiveSegment, type Logger } from 'antenna/sdk';
 
 /** Segments a new client starts with: the stream opens on a keyframe with a little buffered. */
 const START_SEGMENTS = 2;
@@ -39,7 +39,7 @@ interface RunQueue {
 }
 
 export async function openMpegTs(hold: LiveHold, deps: {
-  ffmpeg: FfmpegService; log: Logger; label: string; readyTimeoutMs: number; signal?: AbortSignal;
+  ffmpeg: FfmpegService; log: Logger; label: string; readyTimeoutMs: number; signal?: AbortSignal; grant?: AccessGrant;
 }): Promise<LiveMpegTs> {
   const { ffmpeg, log, label } = deps;
   const output = new PassThrough({ highWaterMark: 1 << 20 });
@@ -77,10 +77,12 @@ export async function openMpegTs(hold: LiveHold, deps: {
   for (const s of kept) if (s.run === lastRun && sequences.includes(s.sequence)) add(s);
 
   let processes: { stop(): Promise<unknown> } | undefined;
+  let stopWatchingKey: (() => void) | undefined;
   const close = () => {
     if (closed) return;
     closed = true;
     stopListening();
+    stopWatchingKey?.();
     for (const run of runs) run.closed = true;
     changed();
     void processes?.stop();
@@ -90,6 +92,11 @@ export async function openMpegTs(hold: LiveHold, deps: {
   output.on('close', close);
   void hold.ended.then(close);
   deps.signal?.addEventListener('abort', close, { once: true });
+  // A revoked key's client is cut off, not left to drain what is buffered.
+  stopWatchingKey = deps.grant?.onRevoked(() => {
+    close();
+    output.destroy();
+  });
 
   // Answered once there is something to send: the first segment, or why there is none.
   let timer: NodeJS.Timeout | undefined;

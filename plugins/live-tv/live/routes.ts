@@ -149,11 +149,12 @@ export function watchRoutes(http: HttpScope, deps: {
     location: `master.mpd?key=${key}&refresh=1`,
   }));
 
-  http.get('/watch/live/:channel_id', {
+  // The same answer at a path that ends like a playlist, for clients that go by the extension (ExoPlayer in TiviMate, Kodi).
+  for (const url of ['/watch/live/:channel_id', '/watch/live/:channel_id/master.m3u8']) http.get(url, {
     config,
     schema: {
-      summary: 'Watch a channel: HLS master playlist, or a redirect to DASH for DASH-only devices', tags: ['live-tv'],
-      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key. One upstream connection per channel however many viewers; the media playlists list the time-shift window (pause, seek back), with EXT-X-PROGRAM-DATE-TIME. start=program starts players at the current programme\'s start (EXT-X-START) when the window holds it, else at the window\'s start. 409 when the tuner has no free stream (in cluster mode, counted across the nodes); 307 to the same URL on the node that runs the channel when another node of the cluster does (with a key scoped to the channel); 502/503 when the upstream fails or the transcode limits are reached (with Retry-After; the body names the channel and the kind of failure).',
+      summary: url.endsWith('.m3u8') ? 'Watch a channel (the same as /watch/live/{channel_id}, at a path ending in .m3u8)' : 'Watch a channel: HLS master playlist, or a redirect to DASH for DASH-only devices', tags: ['live-tv'],
+      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key (or, when the request came with a key an access key minted, one that lives as long as that access key). One upstream connection per channel however many viewers; the media playlists list the time-shift window (pause, seek back), with EXT-X-PROGRAM-DATE-TIME. start=program starts players at the current programme\'s start (EXT-X-START) when the window holds it, else at the window\'s start. 409 when the tuner has no free stream (in cluster mode, counted across the nodes); 307 to the same URL on the node that runs the channel when another node of the cluster does (with a key scoped to the channel); 502/503 when the upstream fails or the transcode limits are reached (with Retry-After; the body names the channel and the kind of failure).',
       params: Params,
       querystring: WatchQuery,
       response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },

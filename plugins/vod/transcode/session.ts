@@ -461,6 +461,11 @@ export class VodSession {
     this.touch();
   }
 
+  /** Whether this job holds a transcode budget slot (a run that encodes is under way). */
+  get holdsSlot(): boolean {
+    return this.slot !== undefined;
+  }
+
   private releaseSlot(): void {
     this.slot?.release();
     this.slot = undefined;

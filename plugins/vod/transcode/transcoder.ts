@@ -43,6 +43,9 @@ export class Transcoder {
   /** Keyframe scans in flight or done, per file version: concurrent manifests of one file scan once. */
   private readonly keyframeScans = new Map<string, Promise<number[]>>();
 
+  /** The last admission queued per device (`<user>:<device>`). */
+  private readonly admissions = new Map<string, Promise<void>>();
+
   /** Refusals because the user is at their own limit (another job of theirs may make room). */
   private readonly userRefusals = new WeakSet<Error>();
 
@@ -67,24 +70,36 @@ export class Transcoder {
 
   /**
    * The job for a manifest request with its first run under way; 503 when the transcode budget
-   * refuses it (a job it created for nothing is dropped at once).
+   * refuses it (a job it created for nothing is dropped at once). A device's admissions run one at
+   * a time, so the transcode a replacement makes room for is the one that takes the room.
    */
   async open(r: SessionRequest): Promise<VodSession> {
     const key = this.jobKey(r);
-    const existed = this.jobs.get(key)?.state === 'running';
     const session = this.session(r);
-    try {
+    return this.oneAtATime(this.owner(r), async () => {
       try {
-        session.ensureStarted();
+        try {
+          session.ensureStarted();
+        } catch (err) {
+          if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) throw err;
+          session.ensureStarted();
+        }
       } catch (err) {
-        if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) throw err;
-        session.ensureStarted();
+        await this.dropIfUnused(r);
+        throw err;
       }
-    } catch (err) {
-      if (!existed) await this.jobs.get(key)?.stop('refused by the transcode budget');
-      throw err;
-    }
-    return session;
+      return session;
+    });
+  }
+
+  /** Runs `task` after the tasks queued before it under the same name. */
+  private async oneAtATime<T>(name: string, task: () => Promise<T>): Promise<T> {
+    const before = this.admissions.get(name) ?? Promise.resolve();
+    const mine = before.then(task, task);
+    const settled = mine.then(() => {}, () => {});
+    this.admissions.set(name, settled);
+    settled.then(() => { if (this.admissions.get(name) === settled) this.admissions.delete(name); });
+    return mine;
   }
 
   /** Stops the request's job if no ffmpeg ever ran in it (its first start was refused): nothing to keep. */
@@ -93,11 +108,10 @@ export class Transcoder {
     if (job && job.state === 'running' && !job.data.run) await job.stop('refused by the transcode budget');
   }
 
-  /** Stops the oldest transcode this user runs on this device (but `keep`); whether there was one. */
+  /** Stops the oldest transcode holding a slot that this user runs on this device (but `keep`); whether there was one. */
   private async stopOtherTranscodes(r: SessionRequest, keep: string): Promise<boolean> {
     const oldest = this.jobs.list()
-      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`)
-        && this.jobs.get<VodSession>(j.key)?.data.variant.method === 'transcode')
+      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`) && this.jobs.get<VodSession>(j.key)?.data.holdsSlot)
       .sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
     if (!oldest) return false;
     this.log.info({ event: 'transcode_replaced', job: oldest.key, by: keep }, 'vod transcode: replaced by a newer one of the same device');

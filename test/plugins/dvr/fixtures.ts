@@ -23,27 +23,27 @@ export const u64 = (n: number | bigint): Buffer => { const b = Buffer.alloc(8); 
 
 export const MINUTE = 60_000;
 
-/** The start of the minute `offset` minutes from the one containing `now`. */
-export const minuteAt = (now: number, offset: number) => Math.floor(now / MINUTE) * MINUTE + offset * MINUTE;
+/** The start of the slot (`slot` ms, a minute unless told) `offset` slots from the one containing `now`. */
+export const slotAt = (now: number, offset: number, slot = MINUTE) => Math.floor(now / slot) * slot + offset * slot;
 
-const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+const hhmmss = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 
-/** The title of a channel's programme starting at `start`: unique per channel and minute. */
-export const titleOf = (channel: string, start: number) => `${channel} at ${hhmm(start)}`;
+/** The title of a channel's programme starting at `start`: unique per channel and start. */
+export const titleOf = (channel: string, start: number) => `${channel} at ${hhmmss(start)}`;
 
 /**
- * An XMLTV guide: for each guide channel id, 1-minute programmes from `from` to `to`
- * (minutes relative to now); `override` replaces or drops (null) the programme of a minute.
+ * An XMLTV guide: for each guide channel id, programmes of one slot (a minute unless told) from
+ * `from` to `to` (slots relative to now); `override` replaces or drops (null) the programme of a slot.
  */
-export function minuteGuide(channels: string[], now: number, from: number, to: number,
-  override: (channel: string, start: number) => { start: number; stop: number } | null | undefined = () => undefined): string {
+export function slotGuide(channels: string[], now: number, from: number, to: number,
+  override: (channel: string, start: number) => { start: number; stop: number } | null | undefined = () => undefined, slot = MINUTE): string {
   const programmes: GuideProgrammeDef[] = [];
   for (const channel of channels) {
     for (let m = from; m < to; m++) {
-      const start = minuteAt(now, m);
+      const start = slotAt(now, m, slot);
       const o = override(channel, start);
       if (o === null) continue;
-      const times = o ?? { start, stop: start + MINUTE };
+      const times = o ?? { start, stop: start + slot };
       programmes.push({ channel, start: xt(new Date(times.start).toISOString()), stop: xt(new Date(times.stop).toISOString()), title: titleOf(channel, start) });
     }
   }

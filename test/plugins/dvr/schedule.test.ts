@@ -13,7 +13,7 @@ import { writeFile } from 'node:fs/promises';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { expectError } from '../../helpers/http.js';
 import { closedPort, m3u, refresh, tempDir, write } from '../live-tv/fixtures.js';
-import { guideByName, MINUTE, minuteAt, minuteGuide, programmeAt } from './fixtures.js';
+import { guideByName, MINUTE, slotAt, slotGuide, programmeAt } from './fixtures.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PAD = 30_000;
@@ -38,7 +38,7 @@ t.test('dvr scheduling', async (t) => {
   ]));
   const t0 = Date.now();
   const channels = ['one', 'two', 's1', 's2'];
-  const guideFile = await write(dir, 'guide.xml', minuteGuide(channels, t0, -30, 120));
+  const guideFile = await write(dir, 'guide.xml', slotGuide(channels, t0, -30, 120));
   const dataDir = path.join(dir, 'data');
   const plugins = {
     'live-tv': { initialImport: 'await', idleTimeout: '2s', readyTimeout: '3s' },
@@ -58,7 +58,7 @@ t.test('dvr scheduling', async (t) => {
   const post = (body: unknown, token?: string) => host.inject({ method: 'POST', url: '/recordings', headers: auth(token), payload: body as any });
   const del = (id: number | string, token?: string) => host.inject({ method: 'DELETE', url: `/recordings/${id}`, headers: auth(token) });
   let guide = await guideByName(get);
-  const at = (channel: string, offset: number) => programmeAt(guide, channel, minuteAt(t0, offset));
+  const at = (channel: string, offset: number) => programmeAt(guide, channel, slotAt(t0, offset));
   const record = async (channel: string, offset: number) => {
     const { channelId, programme } = at(channel, offset);
     return post({ channel_id: channelId, program_id: programme.id });
@@ -150,13 +150,13 @@ t.test('dvr scheduling', async (t) => {
     const longer = at('One', 40);
     const a = (await record('One', 30)).json();
     const b = (await record('One', 40)).json();
-    const newStart = minuteAt(t0, 33);
-    await writeFile(guideFile, minuteGuide(channels, t0, -30, 120, (channel, start) => {
+    const newStart = slotAt(t0, 33);
+    await writeFile(guideFile, slotGuide(channels, t0, -30, 120, (channel, start) => {
       if (channel !== 'one') return undefined;
       if (start === Date.parse(moved.programme.start)) return { start: newStart, stop: newStart + 2 * MINUTE };
-      if (start >= minuteAt(t0, 31) && start < minuteAt(t0, 35)) return null; // make room
+      if (start >= slotAt(t0, 31) && start < slotAt(t0, 35)) return null; // make room
       if (start === Date.parse(longer.programme.start)) return { start, stop: start + 3 * MINUTE };
-      if (start === minuteAt(t0, 41) || start === minuteAt(t0, 42)) return null;
+      if (start === slotAt(t0, 41) || start === slotAt(t0, 42)) return null;
       return undefined;
     }));
     await refresh(host);

@@ -16,6 +16,7 @@ function urlsOf(key: string): { label: string; clients: string; url: string }[] 
   return [
     { label: 'HDHomeRun tuner', clients: 'Plex, Jellyfin, Emby, Channels DVR', url: `${base}/hdhr/${key}/` },
     { label: 'M3U playlist', clients: 'Kodi (IPTV Simple), TiviMate, VLC, Jellyfin, Emby', url: `${base}/iptv/${key}/channels.m3u` },
+    { label: 'M3U playlist, HLS streams', clients: 'TiviMate, VLC (pause and seek back)', url: `${base}/iptv/${key}/channels.m3u?format=hls` },
     { label: 'XMLTV guide', clients: 'with the playlist', url: `${base}/iptv/${key}/guide.xml.gz` },
   ];
 }
