@@ -13,6 +13,11 @@ interface PgClient {
 const CHANNEL = 'antenna_cluster';
 const RECONNECT_MS = 1000;
 
+/** A message to the nodes from a process that is not one (the CLI): `from` names it. */
+export async function notifyNodes(knex: Knex, topic: string, message: string, from = 'cli'): Promise<void> {
+  await knex.raw('SELECT pg_notify(?, ?)', [CHANNEL, `${topic} ${from} ${message}`]);
+}
+
 /**
  * Messages between nodes over PostgreSQL's LISTEN/NOTIFY: one channel, each
  * payload `<topic> <from node> <message>`. One connection outside knex's pool

@@ -12,6 +12,10 @@ import path from 'node:path';
 import { serve, xmltv } from '../plugins/live-tv/fixtures.js';
 import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { CLI } from '../helpers/repo.js';
+import { cleanEnv } from '../helpers/env.js';
 import { createTestHost } from '../../sdk/testing.js';
 import { tmpDir } from '../helpers/http.js';
 
@@ -121,6 +125,15 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     const id = (await call(a, 'GET', '/me', phone)).body.user.id;
     t.equal((await call(c, 'PATCH', `/api/admin/users/${id}`, admin, { active: false })).status, 200);
     t.ok(await refusedWithin1s(a, phone), 'deactivated: refused on A within 1 s');
+  });
+
+  t.test('a password set with the CLI signs the user out on every node within 1 s', async (t) => {
+    t.equal((await call(a, 'POST', '/api/admin/users', admin, { username: 'olga', password: 'olga-password', admin: false, active: true })).status, 201);
+    const token = await login(b.base, 'olga', 'olga-password', 'tv');
+    for (const node of nodes) t.equal((await call(node, 'GET', '/me', token)).status, 200);
+    const cli = await promisify(execFile)(process.execPath, [CLI, 'user', 'passwd', 'olga', '--password', 'olga-new-password', '--config', path.join(dir, 'node-a.yaml')], { cwd: dir, env: cleanEnv() });
+    t.match(cli.stdout, /1 session\(s\) signed out/);
+    for (const node of nodes) t.ok(await refusedWithin1s(node, token), `node ${node.id} refuses her session within 1 s`);
   });
 
   t.test('a guide refresh interval runs one import in the cluster', async (t) => {
