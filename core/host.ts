@@ -37,6 +37,8 @@ import { SettingsManager } from './admin/settings.js';
 import { adminRoutes } from './admin/routes.js';
 import { accessKeyRoutes } from './admin/access-key-routes.js';
 import { createLogger, type LogLevel } from './logging/logger.js';
+import { migrationLock, openCluster, sharedSecret, type ClusterNode } from './cluster/cluster.js';
+import { clusterRoutes } from './cluster/routes.js';
 import { LogBuffer } from './logging/log-buffer.js';
 
 export interface HostOptions {
@@ -95,6 +97,7 @@ export class Host {
   transcodes!: TranscodeBudgetImpl;
   limiter!: LoginLimiter;
   settings!: SettingsManager;
+  cluster!: ClusterNode;
   readonly logger: Logger;
   readonly logs: LogBuffer;
   /** The first admin's password when this start generated it (for the start-up banner), else undefined. */
@@ -149,13 +152,26 @@ export class Host {
     await chmod(dataDir, 0o700); // secret, database and avatars live here: owner only
 
     this.knex = await openDatabase(config, this.logger.child({ component: 'database' }));
-    await runMigrations(this.knex, 'core', coreMigrations);
-    const secret = await loadOrCreateSecret(dataDir);
+    const migrated = await migrationLock(config, this.knex);
+    try {
+      this.cluster = await openCluster(config, this.knex, this.logger.child({ component: 'cluster' }));
+      await this.migrate();
+    } finally {
+      await migrated();
+    }
+    // Every node signs with the same secret, so a token from one works on all.
+    const secret = this.cluster.enabled ? await sharedSecret(this.knex, dataDir) : await loadOrCreateSecret(dataDir);
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
     this.accessKeys = new AccessKeys(this.knex, secret, openNetworks(config.accessKeys.open), () => this.clock.now());
     this.auth = new AuthServiceImpl(this.accounts, secret, {
       mediaKeyTtlSeconds: config.auth.mediaKeyTtlSeconds, sessionIdleMs: config.auth.sessionIdleDays * 86_400_000,
     }, () => this.clock.now(), this.accessKeys);
+    if (this.cluster.enabled) {
+      const auth = this.auth;
+      auth.onInvalidate = (message) => this.cluster.publish('auth', message);
+      this.cluster.subscribe('auth', (message) => auth.applyRemote(message));
+      this.cluster.onResync(() => auth.applyRemote('*'));
+    }
     const limiter = this.limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,
@@ -170,18 +186,10 @@ export class Host {
       max: config.ffmpeg.maxTranscodes || defaultMaxTranscodes(), perUser: config.ffmpeg.maxTranscodesPerUser,
     }, this.logger.child({ component: 'transcodes' }));
     this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
-    this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock);
+    this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock, this.cluster);
     const events = new EventBusImpl(this.logger);
 
-    this.plugins = await loadPlugins(config, this.options.definitions);
     this.settings = new SettingsManager(new ConfigFile(config.file), config, this.logger.child({ component: 'settings' }));
-    for (const p of this.plugins) {
-      try {
-        await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
-      } catch (err) {
-        throw new Error(`plugin ${p.def.id}: migration failed: ${(err as Error).message}`);
-      }
-    }
 
     this.app = await createHttp({ config, logger: this.logger, auth: this.auth, secret, version: VERSION });
     await accountRoutes(this.app, { store: this.accounts, auth: this.auth, limiter, dataDir });
@@ -191,6 +199,7 @@ export class Host {
       logs: this.logs, events,
     });
     await accessKeyRoutes(this.app, { keys: this.accessKeys, auth: this.auth });
+    await clusterRoutes(this.app, { cluster: this.cluster, jobs: this.jobs, auth: this.auth });
 
     for (const loaded of this.plugins) this.runtimes.set(loaded.def.id, this.registerPlugin(loaded));
     const root = globalContainer.createChildContainer();
@@ -203,7 +212,7 @@ export class Host {
     const shared: Record<string, unknown> = {
       [coreServices.host.id]: hostInfo, [coreServices.database.id]: this.knex, [coreServices.auth.id]: this.auth,
       [coreServices.jobs.id]: this.jobs, [coreServices.scheduler.id]: this.scheduler, [coreServices.ffmpeg.id]: this.ffmpeg,
-      [coreServices.transcodes.id]: this.transcodes,
+      [coreServices.transcodes.id]: this.transcodes, [coreServices.cluster.id]: this.cluster,
       [coreServices.events.id]: events, [coreServices.clock.id]: this.clock, [coreServices.sources.id]: new SourceReaderImpl(config.baseDir),
     };
     for (const [id, value] of Object.entries(shared)) root.registerInstance(id, value);
@@ -215,8 +224,22 @@ export class Host {
     const admin = this.options.mode !== 'cli' ? this.ensureAdmin() : Promise.resolve();
     await Promise.all([this.app.ready(), admin]);
     if (this.options.mode !== 'cli') {
+      await this.cluster.join(() => this.jobs.list());
       for (const hook of this.startHooks) await hook();
       await this.scheduler.start();
+    }
+  }
+
+  /** The core's tables, then the plugins' (loaded here), each owner's migrations in order. */
+  private async migrate(): Promise<void> {
+    await runMigrations(this.knex, 'core', coreMigrations);
+    this.plugins = await loadPlugins(this.config, this.options.definitions);
+    for (const p of this.plugins) {
+      try {
+        await runMigrations(this.knex, p.def.id, p.def.migrations ?? []);
+      } catch (err) {
+        throw new Error(`plugin ${p.def.id}: migration failed: ${(err as Error).message}`);
+      }
     }
   }
 
@@ -336,7 +359,12 @@ export class Host {
     if ((await this.accounts.countUsers()) > 0) return;
     const given = this.options.adminPassword ?? process.env.ANTENNA_ADMIN_PASSWORD;
     const password = given || generatePassword();
-    await this.accounts.createUser({ username: 'admin', password, admin: true });
+    try {
+      await this.accounts.createUser({ username: 'admin', password, admin: true });
+    } catch (err) {
+      if ((await this.accounts.countUsers()) > 0) return; // another node, starting at the same time, made it
+      throw err;
+    }
     this.logger.info({ event: 'admin_created', user: 'admin' }, 'first start: admin user created');
     if (given) return;
     this.firstAdminPassword = password;
@@ -364,6 +392,7 @@ export class Host {
     this.accessKeys?.stop();
     await this.jobs?.stopAll('shutdown');
     await this.ffmpeg?.stopAll();
+    await this.cluster?.close(); // after the work stopped: its leases go to the other nodes at once
     await this.knex?.destroy();
   }
 }

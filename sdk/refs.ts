@@ -1,5 +1,5 @@
 import type {
-  AuthService, Clock, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
+  AuthService, Clock, Cluster, Database, DependencyContainer, EventBus, FfmpegService, HttpScope, JobManager,
   Lifecycle, Logger, PluginPaths, PluginSettings, Scheduler, SourceReader, TranscodeBudget,
 } from './services.js';
 
@@ -100,4 +100,6 @@ export const coreServices = {
   settings: createServiceRef<PluginSettings>('core.settings') as SettingsServiceRef,
   /** The plugin's child tsyringe container; every core service is registered in it by its ref id. */
   container: createServiceRef<DependencyContainer>('core.container'),
+  /** The nodes on one PostgreSQL database: leases (work run once) and messages between nodes. */
+  cluster: createServiceRef<Cluster>('core.cluster'),
 } as const;

@@ -187,6 +187,42 @@ export interface Scheduler {
   list(kind?: string): Promise<ScheduledTask[]>;
 }
 
+/**
+ * A named lease held by this node (cluster mode: a row in PostgreSQL, renewed
+ * while held). `token` grows on every take, so work stamped with an older token
+ * is known to be stale; `lost` aborts when the lease could not be renewed
+ * (another node may have it now): stop the work at once.
+ */
+export interface Lease {
+  readonly name: string;
+  readonly token: number;
+  readonly lost: AbortSignal;
+  /** Gives it up now; another node may take it at once. */
+  release(): Promise<void>;
+}
+
+/**
+ * The nodes sharing one database. Single node (SQLite, or PostgreSQL without
+ * `cluster`): `enabled` is false, every lease is granted, and nothing is published.
+ */
+export interface Cluster {
+  readonly enabled: boolean;
+  readonly nodeId: string;
+  /** How long a lease outlives its node: a dead node's work is taken over after this. */
+  readonly leaseMs: number;
+  /**
+   * The lease for this node, or undefined while another node holds it. With `group` and
+   * `limit`: also undefined when `limit` other leases of the group are held (by any node),
+   * e.g. the streams of one tuner across the cluster.
+   */
+  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined>;
+  /** Which node holds the lease now, and how to reach it (its advertiseUrl); undefined when nobody does. */
+  holder(name: string): Promise<{ node: string; url: string | null } | undefined>;
+  /** Tells the other nodes (within a second); a node does not hear its own messages. */
+  publish(channel: string, message: string): void;
+  subscribe(channel: string, handler: (message: string) => void): () => void;
+}
+
 export interface ProbeStream {
   index: number;
   codec_type: 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | string;

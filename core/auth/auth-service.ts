@@ -151,13 +151,34 @@ export class AuthServiceImpl implements AuthService {
     return entry;
   }
 
-  /** Forget cached state after this process changed it (password, revocation, flags). */
+  /** Forget cached state after this process changed it (password, revocation, flags); the other nodes are told. */
   invalidateSession(sid: string): void {
     this.sessions.delete(sid);
+    this.onInvalidate?.(`s:${sid}`);
   }
   invalidateUser(uid: number): void {
+    this.forgetUser(uid);
+    this.onInvalidate?.(`u:${uid}`);
+  }
+
+  private forgetUser(uid: number): void {
     this.users.delete(uid);
     for (const [sid, s] of this.sessions) if (s.userId === uid) this.sessions.delete(sid);
+  }
+
+  /** Cluster mode: passes this node's invalidations on to the others (core/cluster). */
+  onInvalidate?: (message: string) => void;
+
+  /** An invalidation another node made (`s:<session>`, `u:<user>`), or `*` when some may have been missed. */
+  applyRemote(message: string): void {
+    if (message === '*') {
+      this.sessions.clear();
+      this.users.clear();
+    } else if (message.startsWith('s:')) {
+      this.sessions.delete(message.slice(2));
+    } else if (message.startsWith('u:')) {
+      this.forgetUser(Number(message.slice(2)));
+    }
   }
 
   requireUser(request: FastifyRequest): AuthUser {

@@ -8,6 +8,7 @@ import type { AntennaConfig } from '../config/schema.js';
 import { Host } from '../host.js';
 import { openDatabase } from '../db/database.js';
 import { runMigrations } from '../db/migrations.js';
+import { notifyNodes } from '../cluster/messages.js';
 import { coreMigrations } from '../db/core-migrations.js';
 import { AccountStore } from '../auth/accounts.js';
 import { AccessKeys, openNetworks, type AccessKeyView } from '../auth/access-keys.js';
@@ -65,12 +66,19 @@ function out(line = ''): void {
   process.stdout.write(line + '\n');
 }
 
-async function withAccounts<T>(config: AntennaConfig, fn: (store: AccountStore) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` on the accounts; `changed(id)` tells running servers that a user's sessions or rights
+ * changed: at once in cluster mode (the nodes listen), else they see it within 5 s.
+ */
+async function withAccounts<T>(config: AntennaConfig, fn: (store: AccountStore, changed: (userId: number) => Promise<void>) => Promise<T>): Promise<T> {
   await mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
   const knex = await openDatabase(config);
+  const changed = async (userId: number) => {
+    if (config.cluster && config.database.client === 'pg') await notifyNodes(knex, 'auth', `u:${userId}`);
+  };
   try {
     await runMigrations(knex, 'core', coreMigrations);
-    return await fn(new AccountStore(knex));
+    return await fn(new AccountStore(knex), changed);
   } finally {
     await knex.destroy();
   }
@@ -129,7 +137,7 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
     },
   });
   const [sub, name] = positionals;
-  await withAccounts(config, async (store) => {
+  await withAccounts(config, async (store, changed) => {
     switch (sub) {
       case 'add': {
         if (!name) throw new UsageError('user add needs a NAME');
@@ -145,6 +153,7 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
         const password = values.password ?? (await askPassword(`New password for ${user.username}: `));
         await store.setPassword(user.id, password);
         const revoked = await store.revokeSessions(user.id);
+        await changed(user.id);
         out(`password of ${user.username} changed; ${revoked.length} session(s) signed out`);
         return;
       }
@@ -161,6 +170,7 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
         if (Object.keys(fields).length) await store.update(user.id, fields);
         if (values.library?.length) await store.setLibraries(user.id, values.library);
         if (values['all-libraries']) await store.setLibraries(user.id, []);
+        await changed(user.id);
         out(`updated user ${user.username}`);
         return;
       }
@@ -171,6 +181,7 @@ async function userCommand(config: AntennaConfig, args: string[]): Promise<void>
         const admins = (await store.listUsers()).filter((u) => u.admin && u.active);
         if (user.admin && user.active && admins.length === 1) throw new Error(`${user.username} is the only active administrator; make another user one first (user set NAME --admin)`);
         await store.deleteUser(user.id);
+        await changed(user.id);
         out(`removed user ${user.username}`);
         return;
       }

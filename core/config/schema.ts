@@ -50,6 +50,19 @@ export const ConfigSchema = Type.Object({
     /** Networks (CIDR) served the access-key paths (/hdhr/, /iptv/) without a key. */
     open: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { default: [], maxItems: 100 }),
   }, { additionalProperties: false, default: {} }),
+  /**
+   * Several nodes on one PostgreSQL database (README "Running several nodes"): given, and with
+   * database.client pg, this node registers, takes leases for work that runs once and tells the
+   * others of revocations. Absent: a single node, as always.
+   */
+  cluster: Type.Optional(Type.Object({
+    /** This node's name among the others; default: the host name. */
+    nodeId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._-]+$' })),
+    /** How the other nodes (and viewers they redirect) reach this one, e.g. http://10.0.0.2:8096. */
+    advertiseUrl: Type.Optional(Type.String({ minLength: 1, pattern: '^https?://' })),
+    /** A dead node's leases (recordings, refreshes) are taken over after this many seconds. */
+    leaseSeconds: Type.Integer({ default: 15, minimum: 1, maximum: 3600 }),
+  }, { additionalProperties: false })),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   }, { additionalProperties: false, default: {} }),

@@ -1,20 +1,41 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { Clock, JobManager, ScheduledTask, Scheduler } from '../../sdk/services.js';
+import type { Clock, Cluster, JobManager, Lease, ScheduledTask, Scheduler } from '../../sdk/services.js';
 
 type Handler = (task: ScheduledTask, signal: AbortSignal) => Promise<void>;
 const MAX_TIMER = 2 ** 31 - 1;
+const TOPIC = 'scheduler';
+
+/** Without a cluster: one node, every lease its own. */
+const ALONE: Cluster = {
+  enabled: false, nodeId: 'local', leaseMs: 0,
+  take: async (name) => ({ name, token: 1, lost: new AbortController().signal, release: async () => {} }),
+  holder: async () => undefined, publish: () => {}, subscribe: () => () => {},
+};
 
 /**
  * Persisted timers. Each firing runs as a job of the job manager (key
  * `task:<id>`), so a task never runs twice at once and shows in job listings.
+ *
+ * In cluster mode every node arms every task (told of changes by the others,
+ * and re-reading the table every lease time), and a firing runs on the node
+ * that takes the task's lease and still finds the task due at the time it
+ * fired for: the others look again after a lease time, so when that node
+ * dies before the task was re-armed or removed, another one runs it.
  */
 export class SchedulerImpl implements Scheduler {
   private readonly handlers = new Map<string, Handler>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Armed tasks, with the time each is armed for. */
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; at: number }>();
+  private resyncTimer: NodeJS.Timeout | undefined;
   private started = false;
 
-  constructor(private readonly knex: Knex, private readonly log: Logger, private readonly jobs: JobManager, private readonly clock: Clock) {}
+  constructor(
+    private readonly knex: Knex, private readonly log: Logger, private readonly jobs: JobManager, private readonly clock: Clock,
+    private readonly cluster: Cluster = ALONE,
+  ) {
+    if (cluster.enabled) cluster.subscribe(TOPIC, (id) => void this.reload(id));
+  }
 
   handle(kind: string, handler: Handler): void {
     if (this.handlers.has(kind)) throw new Error(`scheduler: a handler for ${kind} is already registered`);
@@ -25,12 +46,15 @@ export class SchedulerImpl implements Scheduler {
     if (!Number.isFinite(task.at)) throw new Error(`scheduler: task ${task.id} has no valid time`);
     const row = { id: task.id, kind: task.kind, at: Math.round(task.at), every_ms: task.everyMs ?? null, payload: task.payload === undefined ? null : JSON.stringify(task.payload) };
     await this.knex('scheduled_tasks').insert(row).onConflict('id').merge();
-    if (this.started) this.arm(task);
+    if (this.started) this.arm({ ...task, at: row.at });
+    this.cluster.publish(TOPIC, task.id);
   }
 
   async cancel(id: string): Promise<boolean> {
     this.disarm(id);
-    return (await this.knex('scheduled_tasks').where({ id }).delete()) > 0;
+    const removed = (await this.knex('scheduled_tasks').where({ id }).delete()) > 0;
+    this.cluster.publish(TOPIC, id);
+    return removed;
   }
 
   async list(kind?: string): Promise<ScheduledTask[]> {
@@ -43,16 +67,42 @@ export class SchedulerImpl implements Scheduler {
   async start(): Promise<void> {
     this.started = true;
     for (const task of await this.list()) this.arm(task);
+    if (this.cluster.enabled) {
+      this.resyncTimer = setInterval(() => void this.resync().catch((err) => this.log.warn({ error: (err as Error).message }, 'scheduler: re-reading the tasks failed')), this.cluster.leaseMs);
+      this.resyncTimer.unref();
+    }
   }
 
   stop(): void {
     this.started = false;
+    clearInterval(this.resyncTimer);
     for (const id of [...this.timers.keys()]) this.disarm(id);
+  }
+
+  private running(id: string): boolean {
+    return this.jobs.get(`task:${id}`) !== undefined;
+  }
+
+  /** Another node changed a task (or this one gave way to another): arm what the table says now. */
+  private async reload(id: string): Promise<void> {
+    if (!this.started || this.running(id)) return;
+    const row = await this.knex('scheduled_tasks').where({ id }).first();
+    if (row) this.arm(fromRow(row));
+    else this.disarm(id);
+  }
+
+  /** Cluster mode, every lease time: what a lost message would have said. */
+  private async resync(): Promise<void> {
+    if (!this.started) return;
+    const tasks = await this.list();
+    for (const task of tasks) if (this.timers.get(task.id)?.at !== task.at && !this.running(task.id)) this.arm(task);
+    const ids = new Set(tasks.map((t) => t.id));
+    for (const id of [...this.timers.keys()]) if (!ids.has(id)) this.disarm(id);
   }
 
   private disarm(id: string): void {
     const t = this.timers.get(id);
-    if (t) clearTimeout(t);
+    if (t) clearTimeout(t.timer);
     this.timers.delete(id);
   }
 
@@ -61,7 +111,7 @@ export class SchedulerImpl implements Scheduler {
     const delay = Math.max(0, task.at - this.clock.now());
     const timer = setTimeout(() => (delay > MAX_TIMER ? this.arm(task) : this.fire(task)), Math.min(delay, MAX_TIMER));
     timer.unref();
-    this.timers.set(task.id, timer);
+    this.timers.set(task.id, { timer, at: task.at });
   }
 
   private fire(task: ScheduledTask): void {
@@ -71,9 +121,44 @@ export class SchedulerImpl implements Scheduler {
       this.log.warn({ task: task.id, kind: task.kind }, 'scheduled task has no handler; kept for a later start');
       return;
     }
+    if (!this.cluster.enabled) return this.run(task, handler);
+    if (this.running(task.id)) return;
+    void this.claim(task, handler).catch((err) => {
+      this.log.warn({ task: task.id, error: (err as Error).message }, 'scheduler: could not claim a task; trying again');
+      this.retryLater(task);
+    });
+  }
+
+  /** Cluster mode: runs the task here if this node takes its lease and it is still due for this firing. */
+  private async claim(task: ScheduledTask, handler: Handler): Promise<void> {
+    const lease = await this.cluster.take(`task:${task.id}`);
+    if (!lease) return this.retryLater(task); // running on another node
+    const row = await this.knex('scheduled_tasks').where({ id: task.id }).first();
+    if (!row || Number(row.at) !== task.at) {
+      await lease.release(); // it ran elsewhere already, or was cancelled or moved
+      if (row && this.started) this.arm(fromRow(row));
+      return;
+    }
+    this.run(fromRow(row), handler, lease);
+  }
+
+  /** Looks at the task again after a lease time: re-armed by its runner, removed, or (its runner died) due still. */
+  private retryLater(task: ScheduledTask): void {
+    if (!this.started) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(task.id);
+      void this.reload(task.id).catch((err) => this.log.warn({ task: task.id, error: (err as Error).message }, 'scheduler: re-reading a task failed'));
+    }, this.cluster.leaseMs);
+    timer.unref();
+    this.timers.set(task.id, { timer, at: task.at });
+  }
+
+  private run(task: ScheduledTask, handler: Handler, lease?: Lease): void {
     const job = this.jobs.ensure(`task:${task.id}`, () => ({ kind: task.kind, data: task, run: (ctx) => handler(task, ctx.signal) }));
+    lease?.lost.addEventListener('abort', () => void job.stop('lease lost'), { once: true });
     void job.done.then(async (state) => {
-      if (!this.started) return;
+      // A lost lease: another node runs it now and re-arms it.
+      if (!this.started || lease?.lost.aborted) return;
       try {
         const current = await this.knex('scheduled_tasks').where({ id: task.id }).first();
         if (!current) return; // cancelled meanwhile
@@ -84,10 +169,13 @@ export class SchedulerImpl implements Scheduler {
           await this.schedule(next);
         } else {
           await this.knex('scheduled_tasks').where({ id: task.id }).delete();
+          this.cluster.publish(TOPIC, task.id);
         }
         if (state === 'failed') this.log.warn({ task: task.id, kind: task.kind, error: job.error }, 'scheduled task failed');
       } catch (err) {
         this.log.error({ err, task: task.id }, 'could not re-arm scheduled task');
+      } finally {
+        await lease?.release().catch(() => {});
       }
     });
   }

@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, type AuthUser, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
+import { errors, type AuthUser, type Cluster, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
 import { ACTIVE, type EpisodeFields, type Recording } from './model.js';
 import type { Recorder } from './recorder.js';
 import { defaultSpec, matchOf, ruleSpec, type Rule, type RuleSpec, type RuleStore } from './rules.js';
@@ -40,6 +40,9 @@ export interface DvrOptions {
   postPadding: number;
   /** How often the guide is checked for changes (a cheap query). */
   guideCheckMs: number;
+  /** Cluster mode: how often recordings whose node died are looked for (0: a single node, never). */
+  takeOverMs?: number;
+  cluster?: Cluster;
 }
 
 export class Dvr {
@@ -48,6 +51,8 @@ export class Dvr {
   private guideVersion: string | undefined;
   private guideTimer: NodeJS.Timeout | undefined;
   private following: Promise<void> | undefined;
+  private takeOverTimer: NodeJS.Timeout | undefined;
+  private takingOver: Promise<void> | undefined;
   private readonly playListeners: ((user: AuthUser, rec: Recording) => void)[] = [];
   private readonly removeListeners: ((id: number) => void)[] = [];
   /** recording id → when its media was last asked for. */
@@ -87,7 +92,7 @@ export class Dvr {
   }
 
   async create(user: AuthUser, channelId: number, programId: number): Promise<Recording> {
-    const rec = await this.serial(() => this.createNow(user, channelId, programId));
+    const rec = await this.serial(() => this.clusterWide(() => this.createNow(user, channelId, programId)));
     // A one-off outranks rules: theirs move to other airings, or into conflict.
     if (rec.status === 'scheduled') await this.evaluateRules();
     return (await this.get(rec.id)) ?? rec;
@@ -113,7 +118,7 @@ export class Dvr {
       createdBy: user.id, createdAt: now, ruleId: null, ...episodeFields(programme), prePadding: null, postPadding: null, watchedAt: null,
     }, (id) => path.join(this.options.root, String(id)));
     this.log.info({ event: 'recording_created', recording: rec.id, channel: channelId, programme: programId, status: rec.status, user: user.username }, 'recording created');
-    if (onAir) this.recorder.start(rec);
+    if (onAir) await this.recorder.claim(rec);
     else await this.scheduleStart(rec);
     return this.current(rec);
   }
@@ -150,17 +155,35 @@ export class Dvr {
     }
     if (from > now + 1000) return this.scheduleStart(rec); // moved later: the task fires again then
     await this.store.update(id, { status: 'recording' });
-    this.recorder.start({ ...rec, status: 'recording' });
+    await this.recorder.claim({ ...rec, status: 'recording' });
   }
 
-  /** At start: running recordings resume (into a new part), scheduled ones keep their task. */
+  /** At start: running recordings resume (into a new part) unless another node records them, scheduled ones keep their task. */
   async resume(): Promise<void> {
     const now = this.now();
-    for (const rec of await this.store.withStatus('recording')) this.recorder.start(rec);
+    await this.takeOver();
     for (const rec of await this.store.withStatus('scheduled')) {
       if (now >= this.recorder.window(rec).to) await this.store.update(rec.id, { status: 'failed', error: 'missed: the server was not running during the programme' });
       else await this.scheduleStart(rec);
     }
+  }
+
+  /** Recordings under way that no node records (their node died): this one continues them, into a new part. */
+  async takeOver(): Promise<void> {
+    for (const rec of await this.store.withStatus('recording')) {
+      if (!this.recorder.active(rec.id) && (await this.recorder.claim(rec)) && this.options.takeOverMs) {
+        this.log.info({ event: 'recording_taken_over', recording: rec.id }, 'recording continues on this node');
+      }
+    }
+  }
+
+  /** Cluster mode: looks for recordings to take over every `takeOverMs`. */
+  startTakingOver(): void {
+    if (!this.options.takeOverMs) return;
+    this.takeOverTimer = setInterval(() => {
+      this.takingOver ??= this.takeOver().catch((err) => this.log.warn({ error: (err as Error).message }, 'dvr: looking for recordings to take over failed')).finally(() => { this.takingOver = undefined; });
+    }, this.options.takeOverMs);
+    this.takeOverTimer.unref();
   }
 
   /** Cancels a scheduled or running recording; deletes a finished one with its files. */
@@ -235,7 +258,9 @@ export class Dvr {
 
   async stop(): Promise<void> {
     clearInterval(this.guideTimer);
+    clearInterval(this.takeOverTimer);
     await this.following;
+    await this.takingOver;
   }
 
   async followGuide(): Promise<void> {
@@ -250,7 +275,30 @@ export class Dvr {
 
   /** Evaluates every rule against the guide and applies the plan (series.ts). */
   evaluateRules(): Promise<void> {
-    return this.serial(() => this.evaluateNow());
+    return this.serial(() => this.clusterWide(() => this.evaluateNow()));
+  }
+
+  /**
+   * Cluster mode: recordings are created and rules evaluated by one node at a time (two at
+   * once would both add the same airing, or both take the last tuner slot), so this waits for
+   * the lease another node may hold, two lease times at most.
+   */
+  private async clusterWide<T>(task: () => Promise<T>): Promise<T> {
+    const cluster = this.options.cluster;
+    if (!cluster?.enabled) return task();
+    const deadline = this.now() + cluster.leaseMs * 2;
+    for (;;) {
+      const lease = await cluster.take('dvr:planning');
+      if (lease) {
+        try {
+          return await task();
+        } finally {
+          await lease.release();
+        }
+      }
+      if (this.now() > deadline) throw errors.unavailable('Another node is planning recordings; try again');
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   private async evaluateNow(): Promise<void> {

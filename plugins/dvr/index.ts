@@ -48,18 +48,18 @@ export default definePlugin({
       deps: {
         config: coreServices.config, http: coreServices.http, db: coreServices.database, auth: coreServices.auth,
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
-        logger: coreServices.logger, clock: coreServices.clock, host: coreServices.host,
+        logger: coreServices.logger, clock: coreServices.clock, host: coreServices.host, cluster: coreServices.cluster,
         live: liveTvService, catalog: vodCatalogService, vod: vodExtensionPoint, hls: hlsPackagerService, dash: dashPackagerService,
       },
-      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, host, live, catalog, vod, hls, dash }) {
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, host, cluster, live, catalog, vod, hls, dash }) {
         const root = cfg.path ? path.resolve(host.configDir, cfg.path) : path.join(host.dataDir, 'recordings');
         const now = () => clock.now();
         const store = new RecordingStore(db);
         const recorder = new Recorder(jobs, live, store, logger, now, {
           prePaddingMs: parseDuration(cfg.prePadding), postPaddingMs: parseDuration(cfg.postPadding), pollMs: POLL_MS, minFreeBytes: MIN_FREE_BYTES,
-        });
+        }, cluster);
         const dvr = new Dvr(store, new RuleStore(db), recorder, live, scheduler, logger, now, {
-          root, guideCheckMs: GUIDE_CHECK_MS, prePadding: parseDuration(cfg.prePadding) / 1000, postPadding: parseDuration(cfg.postPadding) / 1000,
+          root, guideCheckMs: GUIDE_CHECK_MS, takeOverMs: cluster.enabled ? Math.max(500, Math.floor(cluster.leaseMs / 3)) : 0, cluster, prePadding: parseDuration(cfg.prePadding) / 1000, postPadding: parseDuration(cfg.postPadding) / 1000,
         });
         recorder.onFinished((id) => {
           void (async () => {
@@ -83,6 +83,7 @@ export default definePlugin({
           await dvr.resume();
           await dvr.followGuide();
           dvr.startFollowingGuide();
+          dvr.startTakingOver();
         });
         lifecycle.onShutdown(() => dvr.stop());
       },

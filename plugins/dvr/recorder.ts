@@ -17,7 +17,7 @@
  */
 import { copyFile, link, mkdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
-import type { Job, JobContext, JobManager, LiveHold, LiveSegment, LiveTvAccess, Logger } from 'antenna/sdk';
+import type { Cluster, Job, JobContext, JobManager, LiveHold, LiveSegment, LiveTvAccess, Logger } from 'antenna/sdk';
 import type { Gap, Recording } from './model.js';
 import { createPart, initFile, nextPartIndex, partDir, partSeconds, readParts, recordedSeconds, segmentFile, type Part, type PartWriter, type RepInfo } from './parts.js';
 import type { RecordingStore } from './store.js';
@@ -106,6 +106,8 @@ export class Recorder {
     private readonly log: Logger,
     private readonly now: () => number,
     private readonly options: RecorderOptions,
+    /** Cluster mode: a recording runs on the node holding its lease. */
+    private readonly cluster?: Cluster,
   ) {}
 
   active(id: number): ActiveRecording | undefined {
@@ -124,7 +126,26 @@ export class Recorder {
     this.finishedListeners.push(listener);
   }
 
-  /** Starts (or finds) the recording's job. The row must say `recording`. */
+  /**
+   * Starts the recording's job here unless another node records it (cluster mode: this node
+   * must take the recording's lease; it gives it up when the job ends, and stops the job if
+   * it loses it). Whether it runs here. The row must say `recording`.
+   */
+  async claim(rec: Recording): Promise<boolean> {
+    if (this.active(rec.id)) return true;
+    if (!this.cluster?.enabled) {
+      this.start(rec);
+      return true;
+    }
+    const lease = await this.cluster.take(`recording:${rec.id}`);
+    if (!lease) return false;
+    const job = this.start(rec);
+    lease.lost.addEventListener('abort', () => void job.stop('lease lost'), { once: true });
+    void job.done.then(() => lease.release()).catch((err) => this.log.warn({ recording: rec.id, error: (err as Error).message }, 'dvr: could not release a lease'));
+    return true;
+  }
+
+  /** Starts (or finds) the recording's job on this node. The row must say `recording`. */
   start(rec: Recording): Job<ActiveRecording> {
     const { from, to } = this.window(rec);
     return this.jobs.ensure<ActiveRecording>(`dvr:${rec.id}`, () => ({

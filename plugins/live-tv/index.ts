@@ -71,10 +71,10 @@ export default definePlugin({
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
         paths: coreServices.paths, transcodes: coreServices.transcodes, hls: hlsPackagerService, dash: dashPackagerService,
-        sources: coreServices.sources,
+        sources: coreServices.sources, cluster: coreServices.cluster,
       },
       provides: { access: liveTvService, imports: importsService },
-      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash, sources }) {
+      async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash, sources, cluster }) {
         const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, merge, timeshift, timeshiftMaxBytes } = config;
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
           keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner, merge,
@@ -98,7 +98,7 @@ export default definePlugin({
         const sessions = new LiveSessions(jobs, ffmpeg, registry, transcodes, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
           timeshiftSeconds, timeshiftMaxBytes,
-        });
+        }, cluster);
         watchRoutes(http, { auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });

@@ -1,11 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import {
+  AppError,
   errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope, type Presentation,
 } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
-import type { LiveSession, LiveSessions, Viewer } from './sessions.js';
+import { HeldElsewhere, type LiveSession, type LiveSessions, type Viewer } from './sessions.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
 const Params = Type.Object({ channel_id: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
@@ -94,8 +95,32 @@ export function watchRoutes(http: HttpScope, deps: {
 
   async function openSession(request: FastifyRequest, channelId: number): Promise<{ session: LiveSession; key: string; user: AuthUser }> {
     const user = auth.requireUser(request);
-    const session = await sessions.open(await channelOf(channelId), clientCaps(request.headers), viewerOf(user));
-    return { session, key: keyFor(user, channelId), user };
+    try {
+      const session = await sessions.open(await channelOf(channelId), clientCaps(request.headers), viewerOf(user));
+      return { session, key: keyFor(user, channelId), user };
+    } catch (err) {
+      if (err instanceof HeldElsewhere && err.url) throw sendElsewhere(request, user, channelId, err.url, err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * Cluster mode: 307 to the same URL on the node that runs the channel (one upstream connection
+   * in the cluster), with a key for the channel instead of a token (a redirect to another origin
+   * loses the Authorization header).
+   */
+  function sendElsewhere(request: FastifyRequest, user: AuthUser, channelId: number, base: string, message: string): AppError {
+    const url = new URL(request.url, 'http://node');
+    url.searchParams.delete('api_key');
+    if (!url.searchParams.has('key')) url.searchParams.set('key', keyFor(user, channelId));
+    return new AppError(307, 'ANTENNA_ELSEWHERE', message, { location: `${base.replace(/\/$/, '')}${url.pathname}${url.search}` });
+  }
+
+  /** A request for a session this node does not run: 307 to the node that does, else 404. */
+  async function notHere(request: FastifyRequest, user: AuthUser, channelId: number): Promise<AppError> {
+    const holder = await sessions.elsewhere(channelId);
+    if (holder?.url) return sendElsewhere(request, user, channelId, holder.url, `This stream runs on another node (${holder.node})`);
+    return errors.notFound('This stream is not running; request the channel again');
   }
 
   /** Start over: the current programme's start when the window holds it, else the window's start. */
@@ -129,10 +154,10 @@ export function watchRoutes(http: HttpScope, deps: {
     config,
     schema: {
       summary: url.endsWith('.m3u8') ? 'Watch a channel (the same as /watch/live/{channel_id}, at a path ending in .m3u8)' : 'Watch a channel: HLS master playlist, or a redirect to DASH for DASH-only devices', tags: ['live-tv'],
-      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key (or, when the request came with a key an access key minted, one that lives as long as that access key). One upstream connection per channel however many viewers; the media playlists list the time-shift window (pause, seek back), with EXT-X-PROGRAM-DATE-TIME. start=program starts players at the current programme\'s start (EXT-X-START) when the window holds it, else at the window\'s start. 409 when the tuner has no free stream; 502/503 when the upstream fails or the transcode limits are reached (with Retry-After; the body names the channel and the kind of failure).',
+      description: 'No Device-OS → 200 HLS master playlist. Device-OS equal to a clients.dashOnly.exact value (default STB) or starting with a clients.dashOnly.prefix value (default Android) → 302 to /watch/live/{id}/master.mpd. Other Device-OS values → 200 HLS. Media URLs inside carry a short-lived signed key (or, when the request came with a key an access key minted, one that lives as long as that access key). One upstream connection per channel however many viewers; the media playlists list the time-shift window (pause, seek back), with EXT-X-PROGRAM-DATE-TIME. start=program starts players at the current programme\'s start (EXT-X-START) when the window holds it, else at the window\'s start. 409 when the tuner has no free stream (in cluster mode, counted across the nodes); 307 to the same URL on the node that runs the channel when another node of the cluster does (with a key scoped to the channel); 502/503 when the upstream fails or the transcode limits are reached (with Retry-After; the body names the channel and the kind of failure).',
       params: Params,
       querystring: WatchQuery,
-      response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
+      response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id } = request.params as { channel_id: number };
@@ -152,10 +177,10 @@ export function watchRoutes(http: HttpScope, deps: {
     config,
     schema: {
       summary: 'Watch a channel as DASH (dynamic MPD)', tags: ['live-tv'],
-      description: 'timeShiftBufferDepth is the time-shift window held now. start=program: suggestedPresentationDelay reaches back to the current programme\'s start (or the window\'s start). The MPD\'s Location (refresh=1) is where players fetch its updates: those keep the session alive but never start it (404 once it has stopped).',
+      description: 'timeShiftBufferDepth is the time-shift window held now. start=program: suggestedPresentationDelay reaches back to the current programme\'s start (or the window\'s start). The MPD\'s Location (refresh=1) is where players fetch its updates: those keep the session alive but never start it (404 once it has stopped, or 307 to the node that runs it in cluster mode).',
       params: Params,
       querystring: MpdQuery,
-      response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
+      response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id } = request.params as { channel_id: number };
@@ -163,7 +188,7 @@ export function watchRoutes(http: HttpScope, deps: {
     if (query.refresh) {
       const user = auth.requireUser(request);
       const session = sessions.touch(channel_id, viewerOf(user).id);
-      if (!session) throw errors.notFound('This stream is not running; request the channel again');
+      if (!session) throw await notHere(request, user, channel_id);
       return reply.header('cache-control', 'no-store').type(dash.contentType).send(await mpd(session, keyFor(user, channel_id), false));
     }
     const { session, key } = await openSession(request, channel_id);
@@ -200,7 +225,7 @@ export function watchRoutes(http: HttpScope, deps: {
       summary: 'A live media playlist or segment (URLs come from the manifests, with their signed key)', tags: ['live-tv'],
       params: FileParams,
       querystring: FileQuery,
-      response: { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
   }, async (request, reply) => {
     const { channel_id, attempt, file } = request.params as { channel_id: number; attempt: number; file: string };
@@ -208,7 +233,8 @@ export function watchRoutes(http: HttpScope, deps: {
     const user = auth.requireUser(request);
     const segment = /^(?:video|audio)-(\d+)\.m4s$/.exec(file);
     const session = sessions.touch(channel_id, viewerOf(user).id, segment ? Number(segment[1]) : undefined);
-    if (!session || attempt > session.run) throw errors.notFound('This stream is not running; request the channel again');
+    if (!session) throw await notHere(request, user, channel_id);
+    if (attempt > session.run) throw errors.notFound('This stream is not running; request the channel again');
     const playlist = /^(video|audio)\.m3u8$/.exec(file);
     if (playlist) {
       const rep = playlist[1];

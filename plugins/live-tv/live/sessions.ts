@@ -4,6 +4,7 @@ import path from 'node:path';
 import {
   errors, type AuthUser, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type TranscodeBudget, type TranscodeRequest,
   type TranscodeSlot, type Tuner, type TunerChannel,
+  AppError, type Cluster, type Lease,
 } from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
 import type { LiveTvRegistry } from '../registry.js';
@@ -99,6 +100,9 @@ export class LiveSessions {
   /** Holders (recordings) per channel: a held session never idles out and never gives its slot away. */
   private readonly holders = new Map<number, number>();
 
+  /** Cluster mode: takes of a channel's lease under way, shared by the requests that wait for them. */
+  private readonly claiming = new Map<number, Promise<Lease | undefined>>();
+
   constructor(
     private readonly jobs: JobManager,
     private readonly ffmpeg: FfmpegService,
@@ -106,7 +110,45 @@ export class LiveSessions {
     private readonly budget: TranscodeBudget,
     private readonly log: Logger,
     private readonly options: LiveOptions,
-  ) {}
+    /** Cluster mode: a channel's session runs on one node at a time (a lease), a tuner's streams are counted across the nodes. */
+    private readonly cluster?: Cluster,
+  ) {
+    // A recording on another node needs a channel this node plays to viewers only: it gives way.
+    cluster?.subscribe(YIELD_TOPIC, (message) => {
+      const channelId = Number(message);
+      const job = this.jobs.get<LiveSession>(`live:${channelId}`);
+      if (job && !this.holders.get(channelId)) void job.stop('a recording on another node needs the channel');
+    });
+  }
+
+  /** Cluster mode: the node running the channel's session now, when it is another one. */
+  async elsewhere(channelId: number): Promise<{ node: string; url: string | null } | undefined> {
+    if (!this.cluster?.enabled) return undefined;
+    const holder = await this.cluster.holder(`live:${channelId}`);
+    return holder && holder.node !== this.cluster.nodeId ? holder : undefined;
+  }
+
+  /**
+   * Cluster mode: the channel's lease for this node, in its tuner's group (maxStreams across the
+   * nodes); throws HeldElsewhere when another node runs the channel, 409 when the tuner is full.
+   * Concurrent requests of one channel share one take (a second take would fence off the first).
+   */
+  private async claim(channel: Channel, tuner: Tuner): Promise<Lease | undefined> {
+    const cluster = this.cluster;
+    if (!cluster?.enabled) return undefined;
+    let pending = this.claiming.get(channel.id);
+    if (!pending) {
+      pending = (async () => {
+        const lease = await cluster.take(`live:${channel.id}`, { group: `tuner:${tuner.id}`, limit: tuner.maxStreams });
+        if (lease) return lease;
+        const holder = await this.elsewhere(channel.id);
+        if (holder) throw new HeldElsewhere(channel.name, holder.node, holder.url);
+        throw tunerFull(tuner);
+      })().finally(() => this.claiming.delete(channel.id));
+      this.claiming.set(channel.id, pending);
+    }
+    return pending;
+  }
 
   /**
    * The running session of a channel, for a viewer's request of a playlist or segment (`sequence`:
@@ -132,7 +174,8 @@ export class LiveSessions {
       job.data.positions.delete(viewer.id); // a new start: no position yet
     } else {
       if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
-      job = this.startInSlot(key, channel, tuner, viewer.user);
+      const lease = this.cluster?.enabled ? await this.claim(channel, tuner) : undefined; // a single node decides at once, without yielding
+      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, viewer.user, lease);
     }
     const session = job.data;
     if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
@@ -159,13 +202,22 @@ export class LiveSessions {
     let job = this.jobs.get<LiveSession>(key);
     if (!job && options.viewer) {
       if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
+      const lease = this.cluster?.enabled ? await this.claim(channel, tuner) : undefined; // a single node decides at once, without yielding
       // A client of another protocol (HDHomeRun's MPEG-TS) has no user: its session's transcode counts as the system's.
-      job = this.startInSlot(key, channel, tuner, 'system');
+      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, 'system', lease);
     }
     while (!job) {
       const used = this.usedSlots(tuner);
       if (used.size < tuner.maxStreams) {
-        job = this.startInSlot(key, channel, tuner, 'system');
+        let lease: Lease | undefined;
+        try {
+          if (this.cluster?.enabled) lease = await this.claim(channel, tuner);
+        } catch (err) {
+          // Viewers on another node give way to a recording; the recording asks again shortly.
+          if (err instanceof HeldElsewhere) this.cluster!.publish(YIELD_TOPIC, String(channel.id));
+          throw err;
+        }
+        job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, 'system', lease);
         break;
       }
       // Full: wait for a session that is stopping anyway, else stop one that only viewers use.
@@ -297,10 +349,14 @@ export class LiveSessions {
     return used;
   }
 
-  /** Starts the channel's job in a slot of its tuner, which the job gives back when it ends. */
-  private startInSlot(key: string, channel: Channel, tuner: Tuner, owner: TranscodeRequest['owner']): Job<LiveSession> {
+  /** Starts the channel's job in a slot of its tuner (and with the channel's lease, in cluster mode), which the job gives back when it ends. */
+  private startInSlot(key: string, channel: Channel, tuner: Tuner, owner: TranscodeRequest['owner'], lease?: Lease): Job<LiveSession> {
     const used = this.usedSlots(tuner);
     const job = this.start(key, channel, tunerChannelOf(channel), owner);
+    if (lease) {
+      lease.lost.addEventListener('abort', () => void job.stop('lease lost'), { once: true });
+      void job.done.then(() => lease.release()).catch((err) => this.log.warn({ channel: channel.id, error: (err as Error).message }, 'live: could not release a lease'));
+    }
     used.set(channel.id, job);
     void job.done.then(() => {
       // A new job of the channel may hold the slot already (started while this one was stopping).
@@ -484,6 +540,15 @@ function decodable(session: LiveSession, caps: ClientCaps): boolean {
     const run = session.runs.get(index);
     return !!run && (run.mode === 'transcode' || canCopy(caps, { video: run.video }));
   });
+}
+
+const YIELD_TOPIC = 'live.yield';
+
+/** Cluster mode: the channel's session runs on another node (`url`: its advertiseUrl); a viewer is sent there. */
+export class HeldElsewhere extends AppError {
+  constructor(channelName: string, readonly node: string, readonly url: string | null) {
+    super(409, 'ANTENNA_CONFLICT', `${channelName} is playing on another node (${node})`);
+  }
 }
 
 function tunerFull(tuner: Tuner): Error {

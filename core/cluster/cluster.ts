@@ -1,0 +1,161 @@
+/**
+ * Cluster mode: several nodes on one PostgreSQL database (README "Running
+ * several nodes"). On when the config has `cluster` and database.client is pg;
+ * otherwise a single node, which grants every lease and publishes nothing, so
+ * SQLite installations run exactly as before.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import type { Cluster, JobSummary, Lease, Logger } from '../../sdk/services.js';
+import type { AntennaConfig } from '../config/schema.js';
+import { runMigrations } from '../db/migrations.js';
+import { PgLeases } from './leases.js';
+import { PgMessages } from './messages.js';
+import { clusterMigrations } from './migrations.js';
+import { NodeRegistry, ownStatus, type NodeView } from './nodes.js';
+
+export interface ClusterNode extends Cluster {
+  readonly advertiseUrl: string | undefined;
+  /** Registers the node and starts its heartbeat (servers only, not CLI commands). */
+  join(jobs: () => JobSummary[]): Promise<void>;
+  nodes(jobs: () => JobSummary[]): Promise<NodeView[]>;
+  /** Called when messages may have been lost (the listening connection came back). */
+  onResync(fn: () => void): void;
+  /** Leases released, heartbeat and listening stopped. */
+  close(): Promise<void>;
+}
+
+export async function openCluster(config: AntennaConfig, knex: Knex, log: Logger): Promise<ClusterNode> {
+  const c = config.cluster;
+  if (!c) return new SingleNode(config);
+  if (config.database.client !== 'pg') throw new Error(`cluster: several nodes share one PostgreSQL database; database.client is ${config.database.client}, expected pg`);
+  await runMigrations(knex, 'cluster', clusterMigrations);
+  const node = new PgCluster(knex, c.nodeId ?? os.hostname(), c.advertiseUrl, c.leaseSeconds * 1000, config.database.connection, log);
+  await node.open();
+  return node;
+}
+
+/**
+ * The signing secret every node shares, from the database: the first node to
+ * start puts it there (this node's old `jwt-secret` file when it has one, so the
+ * tokens it issued keep working), the others read it.
+ */
+export async function sharedSecret(knex: Knex, dataDir: string): Promise<string> {
+  const stored = async () => (await knex('cluster_secrets').where({ name: 'jwt' }).first())?.value as string | undefined;
+  const existing = await stored();
+  if (existing) return existing;
+  const file = (await readFile(path.join(dataDir, 'jwt-secret'), 'utf8').catch(() => '')).trim();
+  const value = file.length >= 32 ? file : randomBytes(48).toString('base64url');
+  await knex('cluster_secrets').insert({ name: 'jwt', value }).onConflict('name').ignore();
+  return (await stored())!;
+}
+
+class PgCluster implements ClusterNode {
+  readonly enabled = true;
+  private readonly leases: PgLeases;
+  private readonly messages: PgMessages;
+  private registry?: NodeRegistry;
+
+  constructor(private readonly knex: Knex, readonly nodeId: string, readonly advertiseUrl: string | undefined, readonly leaseMs: number, connection: unknown, private readonly log: Logger) {
+    this.leases = new PgLeases(knex, nodeId, leaseMs, log);
+    this.messages = new PgMessages(knex, connection, nodeId, log);
+  }
+
+  async open(): Promise<void> {
+    await this.messages.start();
+  }
+
+  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined> {
+    return this.leases.take(name, options);
+  }
+
+  holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
+    return this.leases.holder(name);
+  }
+
+  publish(topic: string, message: string): void {
+    this.messages.publish(topic, message);
+  }
+
+  subscribe(topic: string, handler: (message: string) => void): () => void {
+    return this.messages.subscribe(topic, handler);
+  }
+
+  onResync(fn: () => void): void {
+    this.messages.onResync(fn);
+  }
+
+  async join(jobs: () => JobSummary[]): Promise<void> {
+    this.registry = new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs()), this.log);
+    await this.registry.start();
+    this.log.info({ event: 'cluster_joined', node: this.nodeId, advertiseUrl: this.advertiseUrl }, 'joined the cluster');
+  }
+
+  async nodes(jobs: () => JobSummary[]): Promise<NodeView[]> {
+    return (this.registry ?? new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs()), this.log)).list();
+  }
+
+  async close(): Promise<void> {
+    this.registry?.stop();
+    await this.leases.releaseAll();
+    await this.messages.close();
+  }
+}
+
+/** One node alone: every lease is its own, and there is nobody to tell. */
+class SingleNode implements ClusterNode {
+  readonly enabled = false;
+  readonly nodeId: string;
+  readonly advertiseUrl: string | undefined;
+  readonly leaseMs = 0;
+  private readonly startedAt = new Date().toISOString();
+
+  constructor(config: AntennaConfig) {
+    this.nodeId = os.hostname();
+    this.advertiseUrl = config.server.publicUrl;
+  }
+
+  async take(name: string): Promise<Lease> {
+    return { name, token: 1, lost: new AbortController().signal, release: async () => {} };
+  }
+
+  async holder(): Promise<undefined> { return undefined; }
+  publish(): void {}
+  subscribe(): () => void { return () => {}; }
+  onResync(): void {}
+  async join(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  async nodes(jobs: () => JobSummary[]): Promise<NodeView[]> {
+    const now = new Date().toISOString();
+    return [{ id: this.nodeId, advertise_url: this.advertiseUrl ?? null, started_at: this.startedAt, heartbeat_at: now, alive: true, ...ownStatus(jobs()), leases: [] }];
+  }
+}
+
+/** An arbitrary constant: the advisory lock nodes take around their migrations. */
+const MIGRATION_LOCK = 0x616e746e;
+
+/**
+ * Nodes starting together would run the same migrations at once (knex's own lock
+ * fails the second instead of waiting): with `cluster` on PostgreSQL, a session
+ * advisory lock on a connection set aside makes them wait their turn. Returns its release.
+ */
+export async function migrationLock(config: AntennaConfig, knex: Knex): Promise<() => Promise<void>> {
+  if (!config.cluster || config.database.client !== 'pg') return async () => {};
+  const client = knex.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): Promise<void> };
+  const connection = await client.acquireConnection();
+  await knex.raw('SELECT pg_advisory_lock(?)', [MIGRATION_LOCK]).connection(connection);
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    try {
+      await knex.raw('SELECT pg_advisory_unlock(?)', [MIGRATION_LOCK]).connection(connection);
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
+}

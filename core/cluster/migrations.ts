@@ -1,0 +1,41 @@
+import type { Migration } from '../../sdk/plugin.js';
+
+/**
+ * Tables of cluster mode (PostgreSQL only; a single node never creates them):
+ * the nodes and their heartbeats, the leases, and the secrets every node signs with.
+ */
+export const clusterMigrations: Migration[] = [
+  {
+    name: '001_cluster',
+    async up(knex) {
+      await knex.schema.createTable('cluster_nodes', (t) => {
+        t.string('id', 64).primary();
+        t.string('advertise_url', 512).nullable();
+        t.timestamp('started_at', { useTz: true }).notNullable();
+        t.timestamp('heartbeat_at', { useTz: true }).notNullable();
+        t.text('status').notNullable(); // JSON: load, memory, running jobs
+      });
+      // A lease: held by `node` until `expires_at` (the database's clock, never a node's);
+      // `token` grows on every take, so a late write of an old holder can be told apart.
+      await knex.schema.createTable('cluster_leases', (t) => {
+        t.string('name', 191).primary();
+        t.string('node', 64).notNullable();
+        t.bigInteger('token').notNullable();
+        t.timestamp('expires_at', { useTz: true }).notNullable();
+      });
+      await knex.schema.createTable('cluster_secrets', (t) => {
+        t.string('name', 64).primary();
+        t.text('value').notNullable();
+      });
+    },
+  },
+  {
+    // Leases counted together (one tuner's streams across the nodes).
+    name: '002_lease_groups',
+    async up(knex) {
+      await knex.schema.alterTable('cluster_leases', (t) => {
+        t.string('grp', 191).nullable().index();
+      });
+    },
+  },
+];
