@@ -31,7 +31,7 @@ const configSchema = Type.Object({
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
   /** How long a first request waits for a channel to start (or, once it produces, for its next segment) before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
-  /** A playing stream that brings no new segment for this long (beyond the segment's own length) has failed: the channel moves to its next stream. */
+  /** A playing stream that brings no new segment for this long (beyond the segment's own length) has failed, as has one without a first segment within readyTimeout: the channel moves to its next stream. */
   stallTimeout: Duration({ default: '10s' }),
   /** How long a failed stream of a channel of several is passed over. */
   failoverCooldown: Duration({ default: '5m' }),

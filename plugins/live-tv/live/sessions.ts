@@ -358,13 +358,14 @@ export class LiveSessions {
    * The stream a session of the channel plays next: the first, in order, whose source has a free
    * slot (the one the session holds counts as free) and that has not failed within
    * failoverCooldown. When every stream with a slot has (`fallback`), the first of them is tried
-   * again, as a channel of one stream is. `skip`: a stream not to count (the one playing).
+   * again, as a channel of one stream is. `skip`: streams not to count (the one playing, those
+   * tried already).
    */
-  private nextStream(channel: Channel, session?: LiveSession, fallback = true, skip?: number): { stream: Channel; tuner: Tuner } | undefined {
+  private nextStream(channel: Channel, session?: LiveSession, fallback = true, skip: ReadonlySet<number> = new Set()): { stream: Channel; tuner: Tuner } | undefined {
     const now = Date.now();
     let cooling: { stream: Channel; tuner: Tuner } | undefined;
     for (const stream of channel.streams) {
-      if (stream.id === skip) continue;
+      if (skip.has(stream.id)) continue;
       const tuner = this.registry.tuners.get(stream.tunerId);
       if (!tuner) continue;
       const used = this.usedSlots(tuner.id);
@@ -419,19 +420,23 @@ export class LiveSessions {
         // Loops to switch from copy to transcode and to fail over to the next stream; when every
         // stream has failed, the failure goes to the job's restart policy.
         const session = ctx.data;
+        // Streams that failed since one last played: each is tried once before the restart policy's backoff.
+        const tried = new Set<number>();
         for (;;) {
-          const next = this.nextStream(channel, session);
+          const next = this.nextStream(channel, session, true, tried);
           if (!next) throw new RunFailure(tunerFailure(tunerFull(this.firstTuner(channel))), false);
           this.moveSlot(session, next.tuner);
           session.streamId = next.stream.id;
           let switched: boolean;
           try {
-            switched = await this.runOnce(key, session, next.tuner, tunerChannelOf(next.stream), ctx.signal, () => !!this.nextStream(channel, session, false, session.streamId));
+            switched = await this.runOnce(key, session, next.tuner, tunerChannelOf(next.stream), ctx.signal, () => !!this.nextStream(channel, session, false, new Set([...tried, session.streamId])));
           } catch (err) {
             if (ctx.signal.aborted) throw err;
             const failure = err instanceof RunFailure ? err.failure : { status: 502 as const, kind: 'the stream stopped', detail: String(err), retryAfter: 5 };
             this.failures.set(next.stream.id, { reason: failure.kind, at: Date.now() });
-            if (this.nextStream(channel, session, false)) {
+            if (err instanceof RunFailure && err.produced) tried.clear();
+            tried.add(next.stream.id);
+            if (this.nextStream(channel, session, false, tried)) {
               this.log.warn({ channel: channel.id, stream: next.stream.id, reason: failure.kind, detail: failure.detail }, 'live: the stream failed; failing over to the next one');
               continue;
             }
@@ -463,7 +468,7 @@ export class LiveSessions {
    * (while the channel has another stream to go to) or stalled.
    */
   private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal, canFailOver: () => boolean): Promise<boolean> {
-    const { segmentSeconds, stallTimeoutMs } = this.options;
+    const { segmentSeconds, stallTimeoutMs, readyTimeoutMs } = this.options;
     session.failure = undefined;
     const run = ++session.run;
     let produced = false;
@@ -540,8 +545,10 @@ export class LiveSessions {
       let cut: LiveFailure | undefined;
       try {
         while (!exited) {
-          // Stalled: no segment for stallTimeout beyond the segments' own length (two of them before the first: ffmpeg probes one first).
-          const allowed = stallTimeoutMs + (produced ? 1 : 2) * session.timeline.targetDuration() * 1000;
+          // Stalled: no segment for stallTimeout beyond the segments' own length; no first one within
+          // readyTimeout (what a viewer waits; long keyframe intervals and probing make a start slow).
+          const target = session.timeline.targetDuration() * 1000;
+          const allowed = produced ? stallTimeoutMs + target : Math.max(readyTimeoutMs, stallTimeoutMs + 2 * target);
           if (Date.now() - lastSegment > allowed) cut = stalled(Math.round(stallTimeoutMs / 1000));
           // The upstream ended and ffmpeg would connect again: another stream is better, when there is one.
           else if (ended && canFailOver()) cut = { status: 502, kind: 'the source ended the stream', detail: 'the upstream connection ended', retryAfter: 5 };
