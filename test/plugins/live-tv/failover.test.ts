@@ -2,19 +2,20 @@
  * Failover between a channel's streams, with real upstreams (realtime MPEG-TS from ffmpeg on
  * loopback), real ffmpeg and a real recording:
  *
- *  - the playing upstream dies mid-stream: a decoder reading our HLS keeps getting frames, and
- *    the recording goes on with one gap;
+ *  - the playing upstream dies mid-stream: a decoder reading our HLS keeps getting frames, the
+ *    HLS playlist goes on after a discontinuity and the MPD in a new Period, and the recording
+ *    goes on with one gap;
  *  - a first stream answering 404 at tune: the second plays;
  *  - every stream dead: 502;
- *  - slots are counted per source across a failover (the full source is passed over, the old
- *    source's slot is given back, the new one's taken);
+ *  - slots are counted per source across a failover of a stalled stream (the full source is
+ *    passed over, the old source's slot is given back, the new one's taken);
  *  - per-stream health (state, last failure, viewers) in GET /api/admin/channels.
  */
 import t from 'tap';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { expectError } from '../../helpers/http.js';
-import { spawn } from 'node:child_process';
 import { playerPids } from '../../helpers/player.js';
 import { FFMPEG, killGroup, startUpstream } from '../../helpers/upstream.js';
 import { waitFor } from '../../helpers/wait.js';
