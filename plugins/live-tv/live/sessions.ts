@@ -509,6 +509,8 @@ export class LiveSessions {
         ...segmenterArgs({ dir: out, segmentSeconds, offsetSeconds }),
       ];
       let inInput = false;
+      // The first stream of each kind this run reads: another stream of the channel may carry other codecs.
+      const found = new Set<string>();
       let ended = false;
       const proc = this.ffmpeg.spawn(args, {
         signal, label: key, secrets: source.secrets,
@@ -518,7 +520,10 @@ export class LiveSessions {
           else if (/^(Output #0|Stream mapping:)/.test(line)) inInput = false;
           else if (inInput) {
             const parsed = parseInputStreamLine(line);
-            if (parsed && !session.input[parsed[0]]) session.input[parsed[0]] = parsed[1];
+            if (parsed && !found.has(parsed[0])) {
+              found.add(parsed[0]);
+              session.input[parsed[0]] = parsed[1];
+            }
           }
         },
       });
