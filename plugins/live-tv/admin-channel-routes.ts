@@ -9,6 +9,7 @@ import type { Channel, ChannelChanges } from './channel-store.js';
 import type { ChannelGuide } from './guide-store.js';
 import type { LiveTvRegistry } from './registry.js';
 import type { LiveTvService } from './service.js';
+import type { LiveSessions } from './live/sessions.js';
 import { fold } from './text.js';
 
 const ErrorBody = Type.Object({ error: Type.String() });
@@ -28,6 +29,14 @@ const Stream = Type.Object({
   source: Type.String({ description: 'The tuner (playlist) id' }),
   name: Type.String({ description: 'The name the playlist gives it' }),
   url: Type.Union([Type.String(), Type.Null()], { description: 'The stream URL, credentials redacted' }),
+  state: Type.Union([Type.Literal('playing'), Type.Literal('cooldown'), Type.Literal('standby')], {
+    description: "playing: the channel's live session plays it now; cooldown: it failed less than live-tv's failoverCooldown ago and is passed over while another stream can play; standby: neither",
+  }),
+  last_failure: Type.Union([Type.Object({
+    reason: Type.String({ description: 'What went wrong, e.g. "the source answered HTTP 404", "the source sent nothing for 10 s"' }),
+    at: Type.String({ format: 'date-time' }),
+  }), Type.Null()], { description: 'Its last failure since the server started, or null' }),
+  viewers: Type.Integer({ description: 'Devices watching the channel on this stream now (asked for it within the last 30 s)' }),
 });
 const AdminChannel = Type.Object({
   id: Type.Integer(),
@@ -52,18 +61,27 @@ const PatchBody = Type.Object({
   guide_channel_id: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
 }, { additionalProperties: false, minProperties: 1, description: "Fields to change; null gives back the playlist's value (guide_channel_id: null removes the manual mapping)" });
 
-export function adminChannelRoutes(http: HttpScope, deps: { service: LiveTvService; registry: LiveTvRegistry; sources: SourceReader }): void {
-  const { service, registry, sources } = deps;
+export function adminChannelRoutes(http: HttpScope, deps: { service: LiveTvService; registry: LiveTvRegistry; sources: SourceReader; sessions: LiveSessions }): void {
+  const { service, registry, sources, sessions } = deps;
   const guideOrder = () => [...registry.guides.keys()];
   const guideOf = (refs: readonly ChannelGuide[] | undefined) => {
     const r = refs?.[0];
     return r ? { channel_id: r.guideId, source: r.sourceId, method: r.method, score: r.score } : null;
   };
-  const view = (c: Channel, guides: ReadonlyMap<number, readonly ChannelGuide[]>) => ({
-    id: c.id, name: c.name, number: c.number, logo: c.logo, categories: c.groups, hidden: c.hidden, tvg_id: c.tvgId,
-    tvg_shift: c.shiftMs / 3600_000, guide: guideOf(guides.get(c.id)),
-    streams: c.streams.map((s) => ({ id: s.id, source: s.tunerId, name: s.name, url: typeof s.data.url === 'string' ? sources.redact(s.data.url) : null })),
-  });
+  const view = (c: Channel, guides: ReadonlyMap<number, readonly ChannelGuide[]>) => {
+    const health = sessions.streamHealth(c);
+    return {
+      id: c.id, name: c.name, number: c.number, logo: c.logo, categories: c.groups, hidden: c.hidden, tvg_id: c.tvgId,
+      tvg_shift: c.shiftMs / 3600_000, guide: guideOf(guides.get(c.id)),
+      streams: c.streams.map((s, i) => {
+        const { state, lastFailure, viewers } = health[i];
+        return {
+          id: s.id, source: s.tunerId, name: s.name, url: typeof s.data.url === 'string' ? sources.redact(s.data.url) : null,
+          state, last_failure: lastFailure && { reason: lastFailure.reason, at: new Date(lastFailure.at).toISOString() }, viewers,
+        };
+      }),
+    };
+  };
 
   http.get('/api/admin/channels', {
     schema: {

@@ -31,6 +31,10 @@ const configSchema = Type.Object({
   segmentSeconds: Type.Integer({ minimum: 1, maximum: 10, default: 2 }),
   /** How long a first request waits for a channel to start (or, once it produces, for its next segment) before answering 503. */
   readyTimeout: Duration({ default: '20s' }),
+  /** A playing stream that brings no new segment for this long (beyond the segment's own length) has failed, as has one without a first segment within readyTimeout: the channel moves to its next stream. */
+  stallTimeout: Duration({ default: '10s' }),
+  /** How long a failed stream of a channel of several is passed over. */
+  failoverCooldown: Duration({ default: '5m' }),
   /** How much of each channel a viewer can pause or seek back through: the time-shift window (0 or 0s: off). */
   timeshift: Type.Union([Duration(), Type.Literal(0)], { default: '2h' }),
   /** The most disk a channel's time-shift window uses (bytes); past it, the window is shorter. */
@@ -75,7 +79,9 @@ export default definePlugin({
       },
       provides: { access: liveTvService, imports: importsService },
       async init({ config, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, hls, dash, sources, cluster }) {
-        const { initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, merge, timeshift, timeshiftMaxBytes } = config;
+        const {
+          initialImport, idleTimeout, segmentSeconds, readyTimeout, keepHiddenChannels, maxChannelsPerTuner, merge, timeshift, timeshiftMaxBytes, stallTimeout, failoverCooldown,
+        } = config;
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
           keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner, merge,
         });
@@ -97,12 +103,12 @@ export default definePlugin({
         const timeshiftSeconds = timeshift === 0 ? 0 : Math.floor(parseDuration(timeshift) / 1000);
         const sessions = new LiveSessions(jobs, ffmpeg, registry, transcodes, logger, {
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
-          timeshiftSeconds, timeshiftMaxBytes,
+          timeshiftSeconds, timeshiftMaxBytes, stallTimeoutMs: parseDuration(stallTimeout), failoverCooldownMs: parseDuration(failoverCooldown),
         }, cluster);
         watchRoutes(http, { auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
-        adminChannelRoutes(http, { service: live, registry, sources });
+        adminChannelRoutes(http, { service: live, registry, sources, sessions });
         const taskId = (type: 'tuner' | 'guide', id: string) => `livetv:${type}:${id}`;
         const schedule = async (type: 'tuner' | 'guide', id: string, everyMs: number | undefined) => {
           if (everyMs) await scheduler.schedule({ id: taskId(type, id), kind: REFRESH_KIND, at: clock.now() + everyMs, everyMs, payload: { type, id } });

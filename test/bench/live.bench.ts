@@ -22,11 +22,16 @@
  *     non-200s, the number of ffmpeg processes under the server, and the server's own
  *     CPU time (/proc/<pid>/stat utime+stime of the node process, ffmpeg not included)
  *     over the window as % of one core. Target ≤ 25 %.
+ *  3. Failover: a channel of two streams (`merge: tvg-id`, each on its own upstream server),
+ *     tuned (its tune time as in 1), then its playing upstream server is closed (connections
+ *     cut, encoder killed): the time from that to the first segment after the new
+ *     EXT-X-DISCONTINUITY answering 200 on the same media playlist URL, against that run's
+ *     tune time + one segment duration (the target). 3 runs (LIVE_BENCH_FAILOVER_RUNS).
  *
  * Every figure carries the 1-minute load average (2-core machine, shared).
  *
  *   node dist/test/bench/run.js live
- *   LIVE_BENCH_RUNS=3 LIVE_BENCH_VIEWERS=50 LIVE_BENCH_SECONDS=60 LIVE_BENCH_ONLY=tune,viewers node dist/test/bench/run.js live
+ *   LIVE_BENCH_RUNS=3 LIVE_BENCH_VIEWERS=50 LIVE_BENCH_SECONDS=60 LIVE_BENCH_ONLY=tune,viewers,failover node dist/test/bench/run.js live
  *   LIVE_BENCH_DEBUG=1 (server log on stderr), LIVE_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (profile the server)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -90,7 +95,8 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(dir: string, playlist: string): Promise<Server> {
+/** `backups`: a second playlist, whose entries are further streams of the first one's channels of the same tvg-id. */
+async function startServer(dir: string, playlist: string, backups: string): Promise<Server> {
   const port = await unusedPort();
   const config = path.join(dir, 'config.yaml');
   await writeFile(config, JSON.stringify({
@@ -99,8 +105,9 @@ async function startServer(dir: string, playlist: string): Promise<Server> {
     plugins: {
       'hls-packager': {}, 'dash-packager': {},
       // idleTimeout: a tuned channel nobody watches any more stops (and drops its upstream) soon.
-      'live-tv': { initialImport: 'await', idleTimeout: '5s', segmentSeconds: SEGMENT_SECONDS, readyTimeout: '20s' },
-      'm3u-tuner': { sources: [{ name: 'bench', url: playlist, maxStreams: 50, refresh: '1000d' }] },
+      // merge: the failover channels' two entries (one tvg-id) are one channel; the others' tvg-ids are their own.
+      'live-tv': { initialImport: 'await', idleTimeout: '5s', segmentSeconds: SEGMENT_SECONDS, readyTimeout: '20s', merge: 'tvg-id' },
+      'm3u-tuner': { sources: [{ name: 'bench', url: playlist, maxStreams: 50, refresh: '1000d' }, { name: 'backups', url: backups, maxStreams: 50, refresh: '1000d' }] },
     },
   }));
   // LIVE_BENCH_NODE_ARGS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the server.
@@ -320,6 +327,42 @@ async function waitUpstreamClosed(upstream: Upstream, urlPath: string, timeoutMs
 }
 
 // ---------------------------------------------------------------------------
+// 3. Failover
+
+interface FailoverRun { channel: string; tuneMs: number; failoverMs: number; targetMs: number; met: boolean; loadavg: number }
+
+/**
+ * Tunes the channel, then kills its playing upstream (`kill`) and times until the first segment
+ * after a new EXT-X-DISCONTINUITY of the media playlist it was playing answers 200.
+ */
+async function failoverOnce(server: Server, name: string, kill: () => Promise<void>): Promise<FailoverRun> {
+  const tuned = await tuneOurs(server, name);
+  const id = server.channels.get(name)!;
+  const masterUrl = `${server.base}/watch/live/${id}?api_key=${encodeURIComponent(server.token)}`;
+  const [video] = mediaPlaylists((await get(masterUrl)).body.toString('utf8'), masterUrl);
+  const discontinuities = (text: string) => text.split('\n').filter((l) => l.trim() === '#EXT-X-DISCONTINUITY').length;
+  const before = discontinuities((await get(video!)).body.toString('utf8'));
+  const loadavg = load1();
+  const t0 = performance.now();
+  await kill();
+  while (performance.now() - t0 < 60_000) {
+    const res = await get(video!);
+    const text = res.body.toString('utf8');
+    if (res.status === 200 && discontinuities(text) > before) {
+      const lines = text.split('\n').map((l) => l.trim());
+      const after = lines.slice(lines.lastIndexOf('#EXT-X-DISCONTINUITY')).find((l) => l && !l.startsWith('#'));
+      if (after && (await get(absolute(video!, after))).status === 200) {
+        const failoverMs = performance.now() - t0;
+        const targetMs = tuned.servableMs + SEGMENT_SECONDS * 1000;
+        return { channel: name, tuneMs: tuned.servableMs, failoverMs: round(failoverMs), targetMs, met: failoverMs <= targetMs, loadavg };
+      }
+    }
+    await sleep(20);
+  }
+  throw new Error(`${name}: no segment of the next stream within 60 s`);
+}
+
+// ---------------------------------------------------------------------------
 // 2. Viewers
 
 interface ViewerStats {
@@ -473,9 +516,13 @@ export async function run(): Promise<Record<string, unknown>> {
   const runs = Number(process.env.LIVE_BENCH_RUNS ?? 5);
   const viewerCount = Number(process.env.LIVE_BENCH_VIEWERS ?? 50);
   const seconds = Number(process.env.LIVE_BENCH_SECONDS ?? 60);
-  const only = new Set((process.env.LIVE_BENCH_ONLY ?? 'tune,viewers').split(','));
+  const only = new Set((process.env.LIVE_BENCH_ONLY ?? 'tune,viewers,failover').split(','));
+  const failoverRuns = only.has('failover') ? Number(process.env.LIVE_BENCH_FAILOVER_RUNS ?? 3) : 0;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-bench-live-'));
   const upstream = await startUpstream();
+  // The failover channels' first streams, each on an upstream server of its own that the run closes.
+  const doomed: Upstream[] = [];
+  for (let i = 0; i < failoverRuns; i++) doomed.push(await startUpstream());
   let server: Server | undefined;
   const result: Record<string, unknown> = {};
   try {
@@ -484,9 +531,18 @@ export async function run(): Promise<Record<string, unknown>> {
     channel('warm', '/live/warm.ts');
     for (let i = 0; i < runs; i++) channel(`tune-${i}`, `/live/tune-${i}.ts`);
     channel('viewers', '/live/viewers.ts');
+    const backups = ['#EXTM3U'];
+    doomed.forEach((up, i) => {
+      channel(`failover-${i}`, '');
+      entries[entries.length - 1] = `${up.base}/live/failover-${i}.ts`;
+      // The same tvg-id in the second playlist: the channel's second stream.
+      backups.push(`#EXTINF:-1 tvg-id="failover-${i}",failover-${i} B`, `${upstream.base}/live/failover-${i}-b.ts`);
+    });
     const playlist = path.join(dir, 'channels.m3u');
     await writeFile(playlist, entries.join('\n') + '\n');
-    server = await startServer(dir, playlist);
+    const backupList = path.join(dir, 'backups.m3u');
+    await writeFile(backupList, backups.join('\n') + '\n');
+    server = await startServer(dir, playlist, backupList);
 
     if (only.has('tune')) {
       // Warm-up (page cache, JIT), not counted; the server's ffmpeg arguments are what plain ffmpeg runs.
@@ -541,12 +597,24 @@ export async function run(): Promise<Record<string, unknown>> {
     }
 
     if (only.has('viewers')) result.viewers = await viewers(server, 'viewers', viewerCount, seconds);
+    if (failoverRuns) {
+      const runsDone: FailoverRun[] = [];
+      for (let i = 0; i < failoverRuns; i++) runsDone.push(await failoverOnce(server, `failover-${i}`, () => doomed[i]!.close()));
+      result.failover = {
+        segmentSeconds: SEGMENT_SECONDS,
+        medianMs: { failover: median(runsDone.map((r) => r.failoverMs)), tune: median(runsDone.map((r) => r.tuneMs)) },
+        runs: runsDone,
+        allMet: runsDone.every((r) => r.met),
+        target: 'failover <= that run\'s tune time + one segment duration',
+      };
+    }
     const warnings = server.logs.filter((l) => (l.level ?? 0) >= 40).map((l) => `${l.msg}${l.label ? ` ${l.label}` : ''}`);
     result.serverWarnings = [...new Set(warnings)].slice(0, 10);
     return result;
   } finally {
     await server?.stop();
     await upstream.close();
+    for (const up of doomed) await up.close();
     agent.destroy();
     await rm(dir, { recursive: true, force: true });
   }

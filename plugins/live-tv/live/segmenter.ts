@@ -51,6 +51,9 @@ interface ParsedRep extends SegmenterRep {
   segments: { number: number; t: number; d: number }[];
 }
 
+/** Segments the other representations may have before a run starts without one that has none. */
+const FIRST_WAIT_SEGMENTS = 3;
+
 /** Reports the segments ffmpeg has finished in every representation, each number once. */
 export class SegmenterOutput {
   private version = '';
@@ -66,8 +69,12 @@ export class SegmenterOutput {
     const text = await readFile(file, 'utf8').catch(() => undefined);
     if (text === undefined) return [];
     this.version = `${st.mtimeMs}:${st.size}`;
-    const reps = parseMpd(text).filter((r) => r.segments.length);
+    const listed = parseMpd(text);
+    const reps = listed.filter((r) => r.segments.length);
     if (!reps.length) return [];
+    // The run's representations are those of its first segment: wait for all of them (a loaded
+    // machine's video can finish after the audio), unless the others are well ahead of one that never comes.
+    if (this.taken === 0 && reps.length < listed.length && Math.min(...reps.map((r) => r.segments.length)) < FIRST_WAIT_SEGMENTS) return [];
     // A number is finished when every representation lists it (ffmpeg cuts audio with the video).
     const upTo = Math.min(...reps.map((r) => r.segments[r.segments.length - 1].number));
     const slots: SegmenterSegment[][] = [];

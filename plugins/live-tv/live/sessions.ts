@@ -22,6 +22,10 @@ export interface LiveOptions {
   timeshiftSeconds: number;
   /** The most bytes a session's time-shift window holds. */
   timeshiftMaxBytes: number;
+  /** A playing stream that yields no new segment for this long (plus the segments' own length) has failed. */
+  stallTimeoutMs: number;
+  /** How long a failed stream is passed over while the channel has others. */
+  failoverCooldownMs: number;
 }
 
 /** Who watches: the user's device session, whose position is the last segment it fetched. */
@@ -41,7 +45,9 @@ export interface LiveSession {
   channelId: number;
   /** The channel's name, for messages. */
   name: string;
+  /** The source (tuner) whose slot the session holds, and the stream (playlist entry) it plays. */
   tunerId: string;
+  streamId: number;
   dir: string;
   /** The current run of ffmpeg (0, 1, … over the session's life; -1 before the first). */
   run: number;
@@ -65,6 +71,8 @@ export interface LiveSession {
   viewers: ViewerCaps[];
   /** Per viewer, the sequence number of the last segment it fetched: where it is in the window. */
   positions: Map<string, number>;
+  /** Per viewer, when it last asked for anything (ms): who watches now. */
+  seen: Map<string, number>;
   /** Whose the session is first: the viewer who started it, or 'system' for a recording. */
   owner: TranscodeRequest['owner'];
   /** The transcode slot held while the session encodes video: kept across runs, released when the session ends. */
@@ -80,6 +88,10 @@ export interface LiveSession {
 const SEGMENT_POLL_MS = 100;
 /** Viewers whose positions a session remembers (the latest ones). */
 const MAX_POSITIONS = 500;
+/** A viewer counts as watching while it has asked for something this recently (players reload every target duration). */
+const WATCHING_MS = 30_000;
+/** ffmpeg's line when the upstream's connection ended and it tries again (-reconnect): the stream ended. */
+const RECONNECTING = /Will reconnect at/;
 /** ffmpeg's complaints when -analyzeduration ended before a stream's codec parameters were found. */
 const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unspecified (size|pixel format|sample format)|sample rate not set/i;
 
@@ -89,6 +101,13 @@ const PROBE_TOO_SHORT = /Could not find codec parameters|dimensions not set|unsp
  * stopped when nobody has asked for it for idleTimeout, its files removed.
  * The tuner slot ledger counts these jobs per tuner. A session that transcodes
  * holds a slot of the server's transcode budget for its whole life.
+ *
+ * Failover: a session plays one of the channel's streams at a time. When it fails (it cannot be
+ * opened, ffmpeg exits, the upstream ends or stalls), the stream is marked failed and the
+ * session moves at once to the next stream whose source has a free slot, giving back the old
+ * source's slot; the new run is a new period (HLS discontinuity, DASH Period, recording part).
+ * A failed stream is passed over for failoverCooldown; when every stream has failed, the
+ * session fails as a channel of one stream does.
  */
 export class LiveSessions {
   /** Input codecs per channel from earlier sessions, so a second tune decides copy/transcode up front. */
@@ -99,6 +118,8 @@ export class LiveSessions {
   private readonly fullProbe = new Set<number>();
   /** Holders (recordings) per channel: a held session never idles out and never gives its slot away. */
   private readonly holders = new Map<number, number>();
+  /** Per stream (playlist entry id), its last failure: passed over for failoverCooldown after it. */
+  private readonly failures = new Map<number, { reason: string; at: number }>();
 
   /** Cluster mode: takes of a channel's lease under way, shared by the requests that wait for them. */
   private readonly claiming = new Map<number, Promise<Lease | undefined>>();
@@ -165,18 +186,19 @@ export class LiveSessions {
 
   /** The running session for the channel, or a new one; waits until this viewer can play it. */
   async open(channel: Channel, caps: ClientCaps, viewer: Viewer): Promise<LiveSession> {
-    const tuner = this.registry.tuners.get(channel.tunerId);
-    if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
+    const first = this.firstTuner(channel);
     const key = `live:${channel.id}`;
     let job = this.jobs.get<LiveSession>(key);
     if (job) {
       job.touch();
       job.data.positions.delete(viewer.id); // a new start: no position yet
     } else {
-      if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
-      const lease = this.cluster?.enabled ? await this.claim(channel, tuner) : undefined; // a single node decides at once, without yielding
-      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, viewer.user, lease);
+      const next = this.nextStream(channel);
+      if (!next) throw tunerFull(first);
+      const lease = this.cluster?.enabled ? await this.claim(channel, next.tuner) : undefined; // a single node decides at once, without yielding
+      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, next, viewer.user, lease);
     }
+    job.data.seen.set(viewer.id, Date.now());
     const session = job.data;
     if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
       const refused = this.reserveTranscode(session, viewer.user);
@@ -196,32 +218,32 @@ export class LiveSessions {
    * stream: the holder is told of each segment as it finishes.
    */
   async hold(channel: Channel, label: string, options: { viewer?: boolean } = {}): Promise<LiveHold> {
-    const tuner = this.registry.tuners.get(channel.tunerId);
-    if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
+    const tuner = this.firstTuner(channel);
     const key = `live:${channel.id}`;
     let job = this.jobs.get<LiveSession>(key);
     if (!job && options.viewer) {
-      if (this.usedSlots(tuner).size >= tuner.maxStreams) throw tunerFull(tuner);
-      const lease = this.cluster?.enabled ? await this.claim(channel, tuner) : undefined; // a single node decides at once, without yielding
+      const next = this.nextStream(channel);
+      if (!next) throw tunerFull(tuner);
+      const lease = this.cluster?.enabled ? await this.claim(channel, next.tuner) : undefined; // a single node decides at once, without yielding
       // A client of another protocol (HDHomeRun's MPEG-TS) has no user: its session's transcode counts as the system's.
-      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, 'system', lease);
+      job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, next, 'system', lease);
     }
     while (!job) {
-      const used = this.usedSlots(tuner);
-      if (used.size < tuner.maxStreams) {
+      const next = this.nextStream(channel);
+      if (next) {
         let lease: Lease | undefined;
         try {
-          if (this.cluster?.enabled) lease = await this.claim(channel, tuner);
+          if (this.cluster?.enabled) lease = await this.claim(channel, next.tuner);
         } catch (err) {
           // Viewers on another node give way to a recording; the recording asks again shortly.
           if (err instanceof HeldElsewhere) this.cluster!.publish(YIELD_TOPIC, String(channel.id));
           throw err;
         }
-        job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, tuner, 'system', lease);
+        job = this.jobs.get<LiveSession>(key) ?? this.startInSlot(key, channel, next, 'system', lease);
         break;
       }
-      // Full: wait for a session that is stopping anyway, else stop one that only viewers use.
-      const entries = [...used];
+      // Every source full: on the first stream's, wait for a session that is stopping anyway, else stop one that only viewers use.
+      const entries = [...this.usedSlots(tuner.id)];
       const stopping = entries.find(([, j]) => j.signal.aborted);
       const victim = stopping ?? entries.find(([id]) => !this.holders.get(id));
       if (!victim) throw tunerFull(tuner);
@@ -268,7 +290,10 @@ export class LiveSessions {
 
   /** A viewer's request keeps the session alive while the viewer's position is inside the window (or not known yet). */
   private use(job: Job<LiveSession>, viewer: string, sequence?: number): void {
-    const { positions, timeline } = job.data;
+    const { positions, timeline, seen } = job.data;
+    seen.delete(viewer); // Map order: the latest viewers last
+    seen.set(viewer, Date.now());
+    if (seen.size > MAX_POSITIONS) seen.delete(seen.keys().next().value!);
     if (sequence !== undefined) {
       positions.delete(viewer); // Map order: the latest viewers last
       positions.set(viewer, sequence);
@@ -342,54 +367,144 @@ export class LiveSessions {
   }
 
   /** The channels holding a slot of the tuner (their jobs have not ended). */
-  private usedSlots(tuner: Tuner): Map<number, Job<LiveSession>> {
-    let used = this.slots.get(tuner.id);
-    if (!used) this.slots.set(tuner.id, (used = new Map()));
+  private usedSlots(tunerId: string): Map<number, Job<LiveSession>> {
+    let used = this.slots.get(tunerId);
+    if (!used) this.slots.set(tunerId, (used = new Map()));
     for (const [id, job] of used) if (job.state !== 'running') used.delete(id);
     return used;
   }
 
-  /** Starts the channel's job in a slot of its tuner (and with the channel's lease, in cluster mode), which the job gives back when it ends. */
-  private startInSlot(key: string, channel: Channel, tuner: Tuner, owner: TranscodeRequest['owner'], lease?: Lease): Job<LiveSession> {
-    const used = this.usedSlots(tuner);
-    const job = this.start(key, channel, tunerChannelOf(channel), owner);
+  /**
+   * Per stream of the channel, in failover order: whether it plays now, is passed over after a
+   * failure (cooldown) or waits its turn (standby); its last failure; who watches it.
+   */
+  streamHealth(channel: Channel): { id: number; state: 'playing' | 'cooldown' | 'standby'; lastFailure: { reason: string; at: number } | null; viewers: number }[] {
+    const session = this.jobs.get<LiveSession>(`live:${channel.id}`)?.data;
+    const now = Date.now();
+    let watching = 0;
+    if (session) for (const at of session.seen.values()) if (now - at < WATCHING_MS) watching++;
+    return channel.streams.map((s) => {
+      const playing = session?.streamId === s.id;
+      return {
+        id: s.id,
+        state: playing ? 'playing' : this.coolingDown(s.id, now) ? 'cooldown' : 'standby',
+        lastFailure: this.failures.get(s.id) ?? null,
+        viewers: playing ? watching : 0,
+      };
+    });
+  }
+
+  private coolingDown(streamId: number, now: number): boolean {
+    const failed = this.failures.get(streamId);
+    return !!failed && now - failed.at < this.options.failoverCooldownMs;
+  }
+
+  /** The tuner of the channel's first stream: the one named when every source is full. */
+  private firstTuner(channel: Channel): Tuner {
+    const tuner = this.registry.tuners.get(channel.tunerId);
+    if (!tuner) throw errors.notFound(`No channel ${channel.id}`);
+    return tuner;
+  }
+
+  /**
+   * The stream a session of the channel plays next: the first, in order, whose source has a free
+   * slot (the one the session holds counts as free) and that has not failed within
+   * failoverCooldown. When every stream with a slot has (`fallback`), the first of them is tried
+   * again, as a channel of one stream is. `skip`: streams not to count (the one playing, those
+   * tried already).
+   */
+  private nextStream(channel: Channel, session?: LiveSession, fallback = true, skip: ReadonlySet<number> = new Set()): { stream: Channel; tuner: Tuner } | undefined {
+    const now = Date.now();
+    let cooling: { stream: Channel; tuner: Tuner } | undefined;
+    for (const stream of channel.streams) {
+      if (skip.has(stream.id)) continue;
+      const tuner = this.registry.tuners.get(stream.tunerId);
+      if (!tuner) continue;
+      const used = this.usedSlots(tuner.id);
+      const free = (session !== undefined && used.get(channel.id)?.data === session) || used.size < tuner.maxStreams;
+      if (!free) continue;
+      if (!this.coolingDown(stream.id, now)) return { stream, tuner };
+      cooling ??= { stream, tuner };
+    }
+    return fallback ? cooling : undefined;
+  }
+
+  /** Moves the session's slot to the tuner of the stream it plays next (the ledger stays exact across sources). */
+  private moveSlot(session: LiveSession, to: Tuner): void {
+    if (session.tunerId === to.id) return;
+    const old = this.slots.get(session.tunerId);
+    const job = old?.get(session.channelId);
+    if (job?.data === session) {
+      old!.delete(session.channelId);
+      this.usedSlots(to.id).set(session.channelId, job);
+    }
+    session.tunerId = to.id;
+  }
+
+  /**
+   * Starts the channel's job in a slot of the tuner of the stream it plays first (and with the
+   * channel's lease, in cluster mode), which the job gives back when it ends.
+   */
+  private startInSlot(key: string, channel: Channel, first: { stream: Channel; tuner: Tuner }, owner: TranscodeRequest['owner'], lease?: Lease): Job<LiveSession> {
+    const job = this.start(key, channel, first, owner);
     if (lease) {
       lease.lost.addEventListener('abort', () => void job.stop('lease lost'), { once: true });
       void job.done.then(() => lease.release()).catch((err) => this.log.warn({ channel: channel.id, error: (err as Error).message }, 'live: could not release a lease'));
     }
-    used.set(channel.id, job);
+    // Under the tuner the session holds now: its first run may have moved on already.
+    this.usedSlots(job.data.tunerId).set(channel.id, job);
     void job.done.then(() => {
       // A new job of the channel may hold the slot already (started while this one was stopping).
-      if (used.get(channel.id) === job) used.delete(channel.id);
+      const used = this.slots.get(job.data.tunerId);
+      if (used?.get(channel.id) === job) used.delete(channel.id);
     });
     return job;
   }
 
-  private start(key: string, channel: Channel, tunerChannel: TunerChannel, owner: TranscodeRequest['owner']): Job<LiveSession> {
+  private start(key: string, channel: Channel, first: { stream: Channel; tuner: Tuner }, owner: TranscodeRequest['owner']): Job<LiveSession> {
     const { workDir, segmentSeconds, idleTimeoutMs, timeshiftSeconds, timeshiftMaxBytes } = this.options;
     const dir = path.join(workDir, `${channel.id}-${randomBytes(4).toString('hex')}`);
-    const tuner = this.registry.tuners.get(channel.tunerId)!;
     const job = this.jobs.ensure<LiveSession>(key, () => ({
       kind: 'live',
       idleTimeoutMs,
       restart: { maxRestarts: Number.POSITIVE_INFINITY, initialDelayMs: 1000, maxDelayMs: 15_000 },
       data: {
-        channelId: channel.id, name: channel.name, tunerId: channel.tunerId, dir, run: -1, mode: 'copy', runs: new Map(), pid: 0, timelineEnd: 0,
+        channelId: channel.id, name: channel.name, tunerId: first.tuner.id, streamId: first.stream.id, dir, run: -1, mode: 'copy', runs: new Map(), pid: 0, timelineEnd: 0,
         timeline: new LiveTimeline(dir, {
           segmentSeconds, timeshiftSeconds, maxBytes: timeshiftMaxBytes, now: () => Date.now(), log: this.log, channelId: channel.id,
         }),
-        input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], positions: new Map(), owner, started: false, waiting: 0,
+        input: { ...(this.known.get(channel.id) ?? {}) }, viewers: [], positions: new Map(), seen: new Map(), owner, started: false, waiting: 0,
       },
       run: async (ctx) => {
-        // Loops only to switch from copy to transcode; a failure goes to the job's restart policy.
+        // Loops to switch from copy to transcode and to fail over to the next stream; when every
+        // stream has failed, the failure goes to the job's restart policy.
+        const session = ctx.data;
+        // Streams that failed since one last played: each is tried once before the restart policy's backoff.
+        const tried = new Set<number>();
         for (;;) {
+          const next = this.nextStream(channel, session, true, tried);
+          if (!next) throw new RunFailure(tunerFailure(tunerFull(this.firstTuner(channel))), false);
+          this.moveSlot(session, next.tuner);
+          session.streamId = next.stream.id;
           let switched: boolean;
           try {
-            switched = await this.runOnce(key, ctx.data, tuner, tunerChannel, ctx.signal);
+            switched = await this.runOnce(key, session, next.tuner, tunerChannelOf(next.stream), ctx.signal, () => !!this.nextStream(channel, session, false, new Set([...tried, session.streamId])));
           } catch (err) {
+            if (ctx.signal.aborted) throw err;
+            const failure = err instanceof RunFailure ? err.failure : { status: 502 as const, kind: 'the stream stopped', detail: String(err), retryAfter: 5 };
+            this.failures.set(next.stream.id, { reason: failure.kind, at: Date.now() });
+            if (err instanceof RunFailure && err.produced) tried.clear();
+            tried.add(next.stream.id);
+            if (this.nextStream(channel, session, false, tried)) {
+              this.log.warn({ channel: channel.id, stream: next.stream.id, reason: failure.kind, detail: failure.detail }, 'live: the stream failed; failing over to the next one');
+              continue;
+            }
+            // Every stream has failed: viewers waiting for a first segment are told.
+            if (err instanceof RunFailure && !err.produced) session.failure = failure;
+            session.timeline.notify();
             // Nobody to retry for: the job ends, and its tuner slot (and transcode slot) with it.
-            if (this.abandoned(ctx.data)) {
-              this.log.info({ channel: channel.id, error: ctx.data.lastError?.detail }, 'live: the stream failed before it started and nobody waits for it; stopping');
+            if (this.abandoned(session)) {
+              this.log.info({ channel: channel.id, error: session.lastError?.detail }, 'live: the stream failed before it started and nobody waits for it; stopping');
               return;
             }
             throw err;
@@ -406,19 +521,20 @@ export class LiveSessions {
     return job;
   }
 
-  /** One ffmpeg run. Resolves true when it was stopped to switch to transcoding; throws when it failed. */
-  private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal): Promise<boolean> {
-    const { segmentSeconds } = this.options;
+  /**
+   * One ffmpeg run of one stream. Resolves true when it was stopped to switch to transcoding;
+   * throws when it failed: the stream could not be opened, ffmpeg exited, or the upstream ended
+   * (while the channel has another stream to go to) or stalled.
+   */
+  private async runOnce(key: string, session: LiveSession, tuner: Tuner, tunerChannel: TunerChannel, signal: AbortSignal, canFailOver: () => boolean): Promise<boolean> {
+    const { segmentSeconds, stallTimeoutMs, readyTimeoutMs } = this.options;
     session.failure = undefined;
     const run = ++session.run;
     let produced = false;
     const failed = (failure: LiveFailure): Error => {
-      if (!signal.aborted) {
-        session.lastError = failure;
-        if (!produced) session.failure = failure;
-      }
+      if (!signal.aborted) session.lastError = failure;
       session.timeline.notify();
-      return new RunFailure(failure);
+      return new RunFailure(failure, produced);
     };
     let source;
     try {
@@ -452,22 +568,31 @@ export class LiveSessions {
         ...segmenterArgs({ dir: out, segmentSeconds, offsetSeconds }),
       ];
       let inInput = false;
+      // The first stream of each kind this run reads: another stream of the channel may carry other codecs.
+      const found = new Set<string>();
+      let ended = false;
       const proc = this.ffmpeg.spawn(args, {
         signal, label: key, secrets: source.secrets,
         onStderrLine: (line) => {
-          if (/^Input #0/.test(line)) inInput = true;
+          if (RECONNECTING.test(line)) ended = true;
+          else if (/^Input #0/.test(line)) inInput = true;
           else if (/^(Output #0|Stream mapping:)/.test(line)) inInput = false;
           else if (inInput) {
             const parsed = parseInputStreamLine(line);
-            if (parsed && !session.input[parsed[0]]) session.input[parsed[0]] = parsed[1];
+            if (parsed && !found.has(parsed[0])) {
+              found.add(parsed[0]);
+              session.input[parsed[0]] = parsed[1];
+            }
           }
         },
       });
       session.pid = proc.pid;
       session.stopRun = () => proc.stop();
       const output = new SegmenterOutput(out, offsetSeconds);
+      let lastSegment = Date.now();
       const take = async () => {
         for (const slot of await output.next()) {
+          lastSegment = Date.now();
           if (!produced) {
             produced = true;
             session.started = true;
@@ -481,8 +606,20 @@ export class LiveSessions {
       };
       let exited = false;
       const exit = proc.exited.finally(() => { exited = true; });
+      let cut: LiveFailure | undefined;
       try {
         while (!exited) {
+          // Stalled: no segment for stallTimeout beyond the segments' own length; no first one within
+          // readyTimeout (what a viewer waits; long keyframe intervals and probing make a start slow).
+          const target = session.timeline.targetDuration() * 1000;
+          const allowed = produced ? stallTimeoutMs + target : Math.max(readyTimeoutMs, stallTimeoutMs + 2 * target);
+          if (Date.now() - lastSegment > allowed) cut = stalled(Math.round(stallTimeoutMs / 1000));
+          // The upstream ended and ffmpeg would connect again: another stream is better, when there is one.
+          else if (ended && canFailOver()) cut = { status: 502, kind: 'the source ended the stream', detail: 'the upstream connection ended', retryAfter: 5 };
+          if (cut) {
+            await proc.stop();
+            break;
+          }
           const needs = session.mode === 'copy' && session.input.video ? session.viewers.find((v) => !canCopy(v.caps, session.input)) : undefined;
           if (needs) {
             this.known.set(session.channelId, { ...session.input });
@@ -506,18 +643,19 @@ export class LiveSessions {
       }
       const result = await exit;
       if (signal.aborted) return false;
+      if (cut) throw failed(cut);
       if (result.expected && session.mode !== mode) return true;
       if (!fullProbe && !produced && PROBE_TOO_SHORT.test(result.stderrTail)) {
         // Keyframes further apart than a segment: probe as long as ffmpeg likes, now (viewers keep
         // waiting) and for the channel's next sessions.
         this.fullProbe.add(session.channelId);
         this.log.info({ channel: session.channelId }, 'live: codecs not found within one segment; probing longer');
-        return this.runOnce(key, session, tuner, tunerChannel, signal);
+        return this.runOnce(key, session, tuner, tunerChannel, signal, canFailOver);
       }
       if (mode === 'copy' && !produced && session.input.video !== guessed) {
         // Copied on the guess that the video is H.264, which it was not: again at once, knowing it.
         this.log.info({ channel: session.channelId, video: session.input.video }, 'live: the video is not what was guessed; copying it as it is');
-        return this.runOnce(key, session, tuner, tunerChannel, signal);
+        return this.runOnce(key, session, tuner, tunerChannel, signal, canFailOver);
       }
       throw failed(ffmpegFailure(result.stderrTail, result.code, source.failure?.()));
     } catch (err) {
@@ -527,12 +665,16 @@ export class LiveSessions {
   }
 }
 
-/** A run that failed, and why. */
+/** A run that failed, why, and whether it had produced segments. */
 class RunFailure extends Error {
-  constructor(readonly failure: LiveFailure) {
+  constructor(readonly failure: LiveFailure, readonly produced: boolean) {
     super(`${failure.kind}: ${failure.detail}`);
   }
 }
+
+const stalled = (seconds: number): LiveFailure => ({
+  status: 502, kind: `the source sent nothing for ${seconds} s`, detail: 'no new segment came from the upstream', retryAfter: 5,
+});
 
 /** Whether every run the viewer would be given is one it can decode. */
 function decodable(session: LiveSession, caps: ClientCaps): boolean {
@@ -540,15 +682,6 @@ function decodable(session: LiveSession, caps: ClientCaps): boolean {
     const run = session.runs.get(index);
     return !!run && (run.mode === 'transcode' || canCopy(caps, { video: run.video }));
   });
-}
-
-const YIELD_TOPIC = 'live.yield';
-
-/** Cluster mode: the channel's session runs on another node (`url`: its advertiseUrl); a viewer is sent there. */
-export class HeldElsewhere extends AppError {
-  constructor(channelName: string, readonly node: string, readonly url: string | null) {
-    super(409, 'ANTENNA_CONFLICT', `${channelName} is playing on another node (${node})`);
-  }
 }
 
 function tunerFull(tuner: Tuner): Error {
@@ -586,4 +719,13 @@ function transcodeArgs(segmentSeconds: number): string[] {
     '-force_key_frames', `expr:gte(t,n_forced*${segmentSeconds})`, '-sc_threshold', '0',
     ...audioArgs(),
   ];
+}
+
+const YIELD_TOPIC = 'live.yield';
+
+/** Cluster mode: the channel's session runs on another node (`url`: its advertiseUrl); a viewer is sent there. */
+export class HeldElsewhere extends AppError {
+  constructor(channelName: string, readonly node: string, readonly url: string | null) {
+    super(409, 'ANTENNA_CONFLICT', `${channelName} is playing on another node (${node})`);
+  }
 }

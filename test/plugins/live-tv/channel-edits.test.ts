@@ -64,7 +64,9 @@ t.test('channels for administrators: guide matches, edits, manual mappings, renu
   t.ok(cn.guide.score > 0.75 && cn.guide.score < 0.9, `a fuzzy score (${cn.guide.score})`);
   t.equal(all.get('Mystery Box')!.guide, null, 'no guide for a channel that only looks a bit like one');
   const news = all.get('Harbour News')!;
-  t.strictSame(news.streams, [{ id: news.id, source: 'm3u:IPTV', name: 'Harbour News', url: 'http://***@127.0.0.1:9/news.ts' }], 'its stream, credentials redacted');
+  t.strictSame(news.streams, [{
+    id: news.id, source: 'm3u:IPTV', name: 'Harbour News', url: 'http://***@127.0.0.1:9/news.ts', state: 'standby', last_failure: null, viewers: 0,
+  }], 'its stream, credentials redacted, not playing');
   t.notMatch(JSON.stringify([...all.values()]), /s3cret/, 'no credentials anywhere');
   t.match(all.get('Movies')!, { tvg_shift: -2, categories: ['Movies'], hidden: false, number: '5' });
 

@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import { ErrorNote, Spinner } from '../../ui.js';
 import { act, usePolled } from './shared.js';
-import type { AdminChannel, GuideChannelChoice } from './types.js';
+import type { AdminChannel, AdminChannelStream, GuideChannelChoice } from './types.js';
 
 /** Rows shown at once: a provider's list may hold tens of thousands; the filter narrows it. */
 const SHOWN = 200;
@@ -100,6 +100,7 @@ function ChannelRow({ channel: c, onChanged }: { channel: AdminChannel; onChange
           {c.streams.map((s, i) => (
             <li key={s.id}>
               <span title={s.url ?? undefined}>#{s.id} {s.name} <span class="muted">({s.source})</span></span>
+              <StreamHealth stream={s} />
               {i > 0 && <button type="button" class="button small" aria-label={`Move stream ${s.id} up`} onClick={() => void setStreams(move(i, -1), 'Stream order saved')}>↑</button>}
               {i < ids.length - 1 && <button type="button" class="button small" aria-label={`Move stream ${s.id} down`} onClick={() => void setStreams(move(i, 1), 'Stream order saved')}>↓</button>}
               {s.id !== c.id && <button type="button" class="button small" onClick={() => void setStreams(ids.filter((x) => x !== s.id), `Stream ${s.id} detached`)}>Detach</button>}
@@ -111,6 +112,14 @@ function ChannelRow({ channel: c, onChanged }: { channel: AdminChannel; onChange
       <td><input type="checkbox" aria-label={`Hide ${c.name}`} checked={c.hidden} onChange={(e) => void patch({ hidden: e.currentTarget.checked }, e.currentTarget.checked ? `${c.name} hidden` : `${c.name} shown`)} /></td>
     </tr>
   );
+}
+
+/** Whether the stream plays (and for how many), or failed lately and why. */
+function StreamHealth({ stream: s }: { stream: AdminChannelStream }) {
+  const failed = s.last_failure && `last failure ${new Date(s.last_failure.at).toLocaleString()}: ${s.last_failure.reason}`;
+  if (s.state === 'playing') return <span class="admin-badge accent" title={failed ?? undefined}>playing · {s.viewers} watching</span>;
+  if (s.state === 'cooldown') return <span class="admin-badge danger" title={failed ?? undefined}>failed: {s.last_failure?.reason}</span>;
+  return failed ? <span class="admin-badge" title={failed}>standby</span> : null;
 }
 
 function AttachStream({ onAttach }: { onAttach(id: number): Promise<boolean> }) {

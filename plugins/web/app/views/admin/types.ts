@@ -48,6 +48,13 @@ export interface ChannelGuideMatch { channel_id: string; source: string; method:
 export interface AdminChannel {
   id: number; name: string; number: string; logo: string | null; categories: string[]; hidden: boolean;
   tvg_id: string | null; tvg_shift: number; guide: ChannelGuideMatch | null;
-  streams: { id: number; source: string; name: string; url: string | null }[];
+  streams: AdminChannelStream[];
+}
+export interface AdminChannelStream {
+  id: number; source: string; name: string; url: string | null;
+  /** playing now; cooldown: failed lately, passed over; standby. */
+  state: 'playing' | 'cooldown' | 'standby';
+  last_failure: { reason: string; at: string } | null;
+  viewers: number;
 }
 export interface GuideChannelChoice { channel_id: string; source: string; names: string[] }
