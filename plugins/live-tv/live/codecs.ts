@@ -23,3 +23,17 @@ export function parseInputStreamLine(line: string): ['video' | 'audio', string] 
   const m = /^\s*Stream #0:\d+.*?: (Video|Audio): ([a-z0-9_]+)/i.exec(line);
   return m ? [m[1].toLowerCase() as 'video' | 'audio', m[2].toLowerCase()] : undefined;
 }
+
+/**
+ * The frame rate of an input video stream line ("25 fps", else "25 tbr" when a short probe did not
+ * average one), as DASH writes it: an integer or an NTSC fraction ("30000/1001").
+ */
+export function parseInputFrameRate(line: string): string | undefined {
+  if (!/^\s*Stream #0:\d+.*?: Video: /.test(line)) return undefined;
+  const m = /, (\d+(?:\.\d+)?) fps/.exec(line) ?? /, (\d+(?:\.\d+)?) tbr/.exec(line);
+  const fps = m ? Number(m[1]) : NaN;
+  if (!(fps > 0 && fps <= 240)) return undefined;
+  const ntsc = Math.round(fps * 1.001);
+  if (Math.abs(fps - ntsc / 1.001) < 0.01 && Math.abs(fps - Math.round(fps)) > 0.01) return `${ntsc * 1000}/1001`;
+  return Math.abs(fps - Math.round(fps)) < 0.01 ? String(Math.round(fps)) : undefined;
+}

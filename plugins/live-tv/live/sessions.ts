@@ -8,7 +8,7 @@ import {
 } from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
 import type { LiveTvRegistry } from '../registry.js';
-import { canCopy, parseInputStreamLine, type ClientCaps } from './codecs.js';
+import { canCopy, parseInputFrameRate, parseInputStreamLine, type ClientCaps } from './codecs.js';
 import { failureError, ffmpegFailure, notReady, tunerFailure, type LiveFailure } from './failures.js';
 import { segmenterArgs, SegmenterOutput } from './segmenter.js';
 import { LiveTimeline } from './timeline.js';
@@ -571,6 +571,8 @@ export class LiveSessions {
       // The first stream of each kind this run reads: another stream of the channel may carry other codecs.
       const found = new Set<string>();
       let ended = false;
+      // ffmpeg's MPD names no frame rate when its probe averaged none (a short probe on a busy machine).
+      let inputFrameRate: string | undefined;
       const proc = this.ffmpeg.spawn(args, {
         signal, label: key, secrets: source.secrets,
         onStderrLine: (line) => {
@@ -582,6 +584,7 @@ export class LiveSessions {
             if (parsed && !found.has(parsed[0])) {
               found.add(parsed[0]);
               session.input[parsed[0]] = parsed[1];
+              if (parsed[0] === 'video') inputFrameRate = parseInputFrameRate(line);
             }
           }
         },
@@ -600,6 +603,7 @@ export class LiveSessions {
             this.known.set(session.channelId, { ...session.input });
             session.lastError = undefined;
           }
+          for (const s of slot) if (s.rep.kind === 'video' && !s.rep.frameRate) s.rep.frameRate = inputFrameRate;
           await session.timeline.add(run, slot);
           for (const s of slot) session.timelineEnd = Math.max(session.timelineEnd, offsetSeconds + (s.start + s.duration) / s.rep.timescale);
         }
