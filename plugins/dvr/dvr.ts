@@ -163,17 +163,21 @@ export class Dvr {
     }
   }
 
-  /** Cancels a scheduled or running recording; deletes a finished one with its files. */
+  /**
+   * Cancels a scheduled or running recording; deletes a finished one with its files. An airing of
+   * a rule becomes `skipped` instead, and stays so: its row is what keeps the rule from it.
+   * Rules are evaluated after: a slot freed, or an episode is no longer recorded.
+   */
   async remove(user: AuthUser, id: number): Promise<void> {
     const rec = await this.store.get(id);
     if (!rec) throw errors.notFound(`No recording ${id}`);
     if (!user.admin && rec.createdBy !== user.id) throw errors.forbidden(`Only an administrator or the user who scheduled it may remove recording ${id}`);
+    if (rec.status === 'skipped') return; // cancelled already
     if (rec.ruleId !== null && (rec.status === 'scheduled' || rec.status === 'conflict')) {
-      // An airing of a rule stays cancelled: the rule's evaluations never schedule it again.
       await this.store.update(id, { status: 'skipped', error: null });
       await this.scheduler.cancel(taskId(id));
       this.log.info({ event: 'recording_skipped', recording: id, rule: rec.ruleId, user: user.username }, 'airing of a rule skipped');
-      await this.evaluateRules(); // a slot freed: a rule in conflict may take it
+      await this.evaluateRules();
       return;
     }
     if (rec.status === 'scheduled') {
@@ -186,6 +190,7 @@ export class Dvr {
       await this.deleteFinished(rec);
     }
     this.log.info({ event: 'recording_removed', recording: id, was: rec.status, user: user.username }, rec.status === 'scheduled' || rec.status === 'recording' ? 'recording cancelled' : 'recording deleted');
+    await this.evaluateRules();
   }
 
   private async deleteFinished(rec: Recording): Promise<void> {
