@@ -273,9 +273,11 @@ export class Dvr {
     const planned = new Set<number>();
     let changes = 0;
     for (const e of entries) {
-      if (e.existing) planned.add(e.existing.id);
-      if (await this.apply(e, tuners.get(e.airing.channelId)?.tunerId)) changes++;
+      if (!e.existing) continue;
+      planned.add(e.existing.id);
+      if (await this.update(e, e.existing, tuners.get(e.airing.channelId)?.tunerId)) changes++;
     }
+    changes += await this.insertNew(entries.filter((e) => !e.existing), tuners);
     // Rows of rules the plan no longer wants (rule changed, episode recorded elsewhere, airing gone): never recorded, so removed.
     for (const r of recordings) {
       if (!planned.has(r.id) && replannable(r, now, window)) {
@@ -286,32 +288,44 @@ export class Dvr {
     }
     if (changes) this.log.info({ event: 'rules_evaluated', rules: rules.length, entries: entries.length, changes }, 'series rules evaluated');
     // A keep limit also holds as soon as it is set or lowered.
-    for (const rule of rules) if (rule.keep) await this.applyKeep(rule.id);
+    // (The completed rows read above: an evaluation changes none, and one completing meanwhile is kept by applyKeep after.)
+    for (const rule of rules) if (rule.keep) await this.keepLimit(rule, recordings.filter((r) => r.ruleId === rule.id && r.status === 'completed'));
   }
 
-  /** Makes the entry's row say what the plan says; whether anything changed. */
-  private async apply(e: PlannedEntry, tunerId: string | undefined): Promise<boolean> {
+  /** The fields of a rule's row that an entry of the plan sets. */
+  private planFields(e: PlannedEntry, tunerId: string | undefined) {
     const a = e.airing;
-    const fields = {
+    return {
       channelId: a.channelId, tunerId: tunerId ?? e.existing?.tunerId ?? '', programId: a.id, title: a.title, start: a.start, stop: a.stop,
       status: e.status, error: e.reason,
     };
-    const old = e.existing;
-    if (old) {
-      const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => old[k] === fields[k]);
-      if (same) return false;
-      await this.store.update(old.id, { ...fields, episodeTitle: a.episodeTitle ?? null, season: a.season ?? null, episode: a.episode ?? null });
-      if (e.status === 'scheduled') await this.scheduleStart({ ...old, ...fields });
-      else await this.scheduler.cancel(taskId(old.id));
-      return true;
-    }
-    const rec = await this.store.insert({
-      ...fields, sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: this.now(), ruleId: e.rule.id,
-      ...episodeFields(a), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
-    }, (id) => path.join(this.options.root, String(id)));
-    if (rec.status === 'scheduled') await this.scheduleStart(rec);
-    this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: a.channelId, programme: a.id, status: rec.status }, 'recording created by a rule');
+  }
+
+  /** Makes an existing row say what the plan says; whether anything changed. */
+  private async update(e: PlannedEntry, old: Recording, tunerId: string | undefined): Promise<boolean> {
+    const a = e.airing;
+    const fields = this.planFields(e, tunerId);
+    const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => old[k] === fields[k]);
+    if (same) return false;
+    await this.store.update(old.id, { ...fields, episodeTitle: a.episodeTitle ?? null, season: a.season ?? null, episode: a.episode ?? null });
+    if (e.status === 'scheduled') await this.scheduleStart({ ...old, ...fields });
+    else await this.scheduler.cancel(taskId(old.id));
     return true;
+  }
+
+  /** The rows of new entries, in one transaction (an evaluation after an import makes hundreds); how many. */
+  private async insertNew(entries: PlannedEntry[], tuners: Map<number, TunerInfo>): Promise<number> {
+    const now = this.now();
+    const recs = await this.store.insertMany(entries.map((e) => ({
+      ...this.planFields(e, tuners.get(e.airing.channelId)?.tunerId), sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: now, ruleId: e.rule.id,
+      ...episodeFields(e.airing), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
+    })), (id) => path.join(this.options.root, String(id)));
+    for (const [i, rec] of recs.entries()) {
+      if (rec.status === 'scheduled') await this.scheduleStart(rec);
+      const e = entries[i];
+      this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: e.airing.channelId, programme: e.airing.id, status: rec.status }, 'recording created by a rule');
+    }
+    return recs.length;
   }
 
   async listRules(): Promise<RuleView[]> {
@@ -371,8 +385,12 @@ export class Dvr {
    */
   async applyKeep(ruleId: number): Promise<void> {
     const rule = await this.rules.get(ruleId);
-    if (!rule?.keep) return;
-    const kept = (await this.store.ofRule(ruleId)).filter((r) => r.status === 'completed');
+    if (rule?.keep) await this.keepLimit(rule, (await this.store.ofRule(ruleId)).filter((r) => r.status === 'completed'));
+  }
+
+  /** The rule's keep limit over its completed recordings `kept` (by start). */
+  private async keepLimit(rule: Rule, kept: Recording[]): Promise<void> {
+    if (!rule.keep) return;
     let doomed: Recording[];
     if ('latest' in rule.keep) {
       const excess = kept.length - rule.keep.latest;
@@ -385,7 +403,7 @@ export class Dvr {
     }
     for (const r of doomed) {
       await this.deleteFinished(r);
-      this.log.info({ event: 'recording_removed', recording: r.id, rule: ruleId, why: 'keep limit' }, 'recording deleted by its rule\'s keep limit');
+      this.log.info({ event: 'recording_removed', recording: r.id, rule: rule.id, why: 'keep limit' }, 'recording deleted by its rule\'s keep limit');
     }
   }
 
