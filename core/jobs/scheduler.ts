@@ -4,6 +4,8 @@ import type { Clock, JobManager, ScheduledTask, Scheduler } from '../../sdk/serv
 
 type Handler = (task: ScheduledTask, signal: AbortSignal) => Promise<void>;
 const MAX_TIMER = 2 ** 31 - 1;
+/** Tasks per INSERT (5 columns each). */
+const SCHEDULE_CHUNK = 500;
 
 /**
  * Persisted timers. Each firing runs as a job of the job manager (key
@@ -22,10 +24,17 @@ export class SchedulerImpl implements Scheduler {
   }
 
   async schedule(task: ScheduledTask): Promise<void> {
-    if (!Number.isFinite(task.at)) throw new Error(`scheduler: task ${task.id} has no valid time`);
-    const row = { id: task.id, kind: task.kind, at: Math.round(task.at), every_ms: task.everyMs ?? null, payload: task.payload === undefined ? null : JSON.stringify(task.payload) };
-    await this.knex('scheduled_tasks').insert(row).onConflict('id').merge();
-    if (this.started) this.arm(task);
+    await this.scheduleMany([task]);
+  }
+
+  async scheduleMany(tasks: ScheduledTask[]): Promise<void> {
+    const bad = tasks.find((task) => !Number.isFinite(task.at));
+    if (bad) throw new Error(`scheduler: task ${bad.id} has no valid time`);
+    const rows = tasks.map((task) => ({ id: task.id, kind: task.kind, at: Math.round(task.at), every_ms: task.everyMs ?? null, payload: task.payload === undefined ? null : JSON.stringify(task.payload) }));
+    // One id twice in a statement is an error on PostgreSQL: the last one wins, as with schedule() in turn.
+    const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
+    for (let i = 0; i < unique.length; i += SCHEDULE_CHUNK) await this.knex('scheduled_tasks').insert(unique.slice(i, i + SCHEDULE_CHUNK)).onConflict('id').merge();
+    if (this.started) for (const task of tasks) this.arm(task);
   }
 
   async cancel(id: string): Promise<boolean> {

@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, type AuthUser, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
+import { errors, type AuthUser, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type ScheduledTask, type Scheduler } from 'antenna/sdk';
 import { ACTIVE, type EpisodeFields, type Recording } from './model.js';
 import type { Recorder } from './recorder.js';
 import { defaultSpec, matchOf, ruleSpec, type Rule, type RuleSpec, type RuleStore } from './rules.js';
@@ -132,8 +132,12 @@ export class Dvr {
     if (busy.length) throw errors.conflict(conflictReason(channel, busy));
   }
 
+  private startTask(rec: Recording): ScheduledTask {
+    return { id: taskId(rec.id), kind: START_TASK_KIND, at: this.recorder.window(rec).from, payload: { id: rec.id } };
+  }
+
   private async scheduleStart(rec: Recording): Promise<void> {
-    await this.scheduler.schedule({ id: taskId(rec.id), kind: START_TASK_KIND, at: this.recorder.window(rec).from, payload: { id: rec.id } });
+    await this.scheduler.schedule(this.startTask(rec));
   }
 
   /** The scheduler's task: start the recording (or follow its programme if the guide moved it). */
@@ -320,8 +324,8 @@ export class Dvr {
       ...this.planFields(e, tuners.get(e.airing.channelId)?.tunerId), sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: now, ruleId: e.rule.id,
       ...episodeFields(e.airing), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
     })), (id) => path.join(this.options.root, String(id)));
+    await this.scheduler.scheduleMany(recs.filter((r) => r.status === 'scheduled').map((r) => this.startTask(r)));
     for (const [i, rec] of recs.entries()) {
-      if (rec.status === 'scheduled') await this.scheduleStart(rec);
       const e = entries[i];
       this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: e.airing.channelId, programme: e.airing.id, status: rec.status }, 'recording created by a rule');
     }
