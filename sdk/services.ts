@@ -183,6 +183,8 @@ export interface ScheduledTask {
 export interface Scheduler {
   handle(kind: string, handler: (task: ScheduledTask, signal: AbortSignal) => Promise<void>): void;
   schedule(task: ScheduledTask): Promise<void>;
+  /** schedule() for many tasks, in a few statements (a DVR's rules schedule hundreds at once). */
+  scheduleMany(tasks: ScheduledTask[]): Promise<void>;
   cancel(id: string): Promise<boolean>;
   list(kind?: string): Promise<ScheduledTask[]>;
 }

@@ -12,6 +12,8 @@ const ALONE: Cluster = {
   take: async (name) => ({ name, token: 1, lost: new AbortController().signal, release: async () => {} }),
   holder: async () => undefined, publish: () => {}, subscribe: () => () => {},
 };
+/** Tasks per INSERT (5 columns each). */
+const SCHEDULE_CHUNK = 500;
 
 /**
  * Persisted timers. Each firing runs as a job of the job manager (key
@@ -43,11 +45,18 @@ export class SchedulerImpl implements Scheduler {
   }
 
   async schedule(task: ScheduledTask): Promise<void> {
-    if (!Number.isFinite(task.at)) throw new Error(`scheduler: task ${task.id} has no valid time`);
-    const row = { id: task.id, kind: task.kind, at: Math.round(task.at), every_ms: task.everyMs ?? null, payload: task.payload === undefined ? null : JSON.stringify(task.payload) };
-    await this.knex('scheduled_tasks').insert(row).onConflict('id').merge();
-    if (this.started) this.arm({ ...task, at: row.at });
-    this.cluster.publish(TOPIC, task.id);
+    await this.scheduleMany([task]);
+  }
+
+  async scheduleMany(tasks: ScheduledTask[]): Promise<void> {
+    const bad = tasks.find((task) => !Number.isFinite(task.at));
+    if (bad) throw new Error(`scheduler: task ${bad.id} has no valid time`);
+    const rows = tasks.map((task) => ({ id: task.id, kind: task.kind, at: Math.round(task.at), every_ms: task.everyMs ?? null, payload: task.payload === undefined ? null : JSON.stringify(task.payload) }));
+    // One id twice in a statement is an error on PostgreSQL: the last one wins, as with schedule() in turn.
+    const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
+    for (let i = 0; i < unique.length; i += SCHEDULE_CHUNK) await this.knex('scheduled_tasks').insert(unique.slice(i, i + SCHEDULE_CHUNK)).onConflict('id').merge();
+    if (this.started) for (const task of tasks) this.arm({ ...task, at: Math.round(task.at) });
+    for (const row of unique) this.cluster.publish(TOPIC, row.id);
   }
 
   async cancel(id: string): Promise<boolean> {

@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { errors, type AuthUser, type Cluster, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type Scheduler } from 'antenna/sdk';
+import { errors, type AuthUser, type Cluster, type LiveChannelInfo, type LiveProgramme, type LiveTvAccess, type Logger, type ScheduledTask, type Scheduler } from 'antenna/sdk';
 import { ACTIVE, type EpisodeFields, type Recording } from './model.js';
 import type { Recorder } from './recorder.js';
 import { defaultSpec, matchOf, ruleSpec, type Rule, type RuleSpec, type RuleStore } from './rules.js';
@@ -137,8 +137,12 @@ export class Dvr {
     if (busy.length) throw errors.conflict(conflictReason(channel, busy));
   }
 
+  private startTask(rec: Recording): ScheduledTask {
+    return { id: taskId(rec.id), kind: START_TASK_KIND, at: this.recorder.window(rec).from, payload: { id: rec.id } };
+  }
+
   private async scheduleStart(rec: Recording): Promise<void> {
-    await this.scheduler.schedule({ id: taskId(rec.id), kind: START_TASK_KIND, at: this.recorder.window(rec).from, payload: { id: rec.id } });
+    await this.scheduler.schedule(this.startTask(rec));
   }
 
   /** The scheduler's task: start the recording (or follow its programme if the guide moved it). */
@@ -186,17 +190,21 @@ export class Dvr {
     this.takeOverTimer.unref();
   }
 
-  /** Cancels a scheduled or running recording; deletes a finished one with its files. */
+  /**
+   * Cancels a scheduled or running recording; deletes a finished one with its files. An airing of
+   * a rule becomes `skipped` instead, and stays so: its row is what keeps the rule from it.
+   * Rules are evaluated after: a slot freed, or an episode is no longer recorded.
+   */
   async remove(user: AuthUser, id: number): Promise<void> {
     const rec = await this.store.get(id);
     if (!rec) throw errors.notFound(`No recording ${id}`);
     if (!user.admin && rec.createdBy !== user.id) throw errors.forbidden(`Only an administrator or the user who scheduled it may remove recording ${id}`);
+    if (rec.status === 'skipped') return; // cancelled already
     if (rec.ruleId !== null && (rec.status === 'scheduled' || rec.status === 'conflict')) {
-      // An airing of a rule stays cancelled: the rule's evaluations never schedule it again.
       await this.store.update(id, { status: 'skipped', error: null });
       await this.scheduler.cancel(taskId(id));
       this.log.info({ event: 'recording_skipped', recording: id, rule: rec.ruleId, user: user.username }, 'airing of a rule skipped');
-      await this.evaluateRules(); // a slot freed: a rule in conflict may take it
+      await this.evaluateRules();
       return;
     }
     if (rec.status === 'scheduled') {
@@ -209,6 +217,7 @@ export class Dvr {
       await this.deleteFinished(rec);
     }
     this.log.info({ event: 'recording_removed', recording: id, was: rec.status, user: user.username }, rec.status === 'scheduled' || rec.status === 'recording' ? 'recording cancelled' : 'recording deleted');
+    await this.evaluateRules();
   }
 
   private async deleteFinished(rec: Recording): Promise<void> {
@@ -316,9 +325,11 @@ export class Dvr {
     const planned = new Set<number>();
     let changes = 0;
     for (const e of entries) {
-      if (e.existing) planned.add(e.existing.id);
-      if (await this.apply(e, tuners.get(e.airing.channelId)?.tunerId)) changes++;
+      if (!e.existing) continue;
+      planned.add(e.existing.id);
+      if (await this.update(e, e.existing, tuners.get(e.airing.channelId)?.tunerId)) changes++;
     }
+    changes += await this.insertNew(entries.filter((e) => !e.existing), tuners);
     // Rows of rules the plan no longer wants (rule changed, episode recorded elsewhere, airing gone): never recorded, so removed.
     for (const r of recordings) {
       if (!planned.has(r.id) && replannable(r, now, window)) {
@@ -329,32 +340,44 @@ export class Dvr {
     }
     if (changes) this.log.info({ event: 'rules_evaluated', rules: rules.length, entries: entries.length, changes }, 'series rules evaluated');
     // A keep limit also holds as soon as it is set or lowered.
-    for (const rule of rules) if (rule.keep) await this.applyKeep(rule.id);
+    // (The completed rows read above: an evaluation changes none, and one completing meanwhile is kept by applyKeep after.)
+    for (const rule of rules) if (rule.keep) await this.keepLimit(rule, recordings.filter((r) => r.ruleId === rule.id && r.status === 'completed'));
   }
 
-  /** Makes the entry's row say what the plan says; whether anything changed. */
-  private async apply(e: PlannedEntry, tunerId: string | undefined): Promise<boolean> {
+  /** The fields of a rule's row that an entry of the plan sets. */
+  private planFields(e: PlannedEntry, tunerId: string | undefined) {
     const a = e.airing;
-    const fields = {
+    return {
       channelId: a.channelId, tunerId: tunerId ?? e.existing?.tunerId ?? '', programId: a.id, title: a.title, start: a.start, stop: a.stop,
       status: e.status, error: e.reason,
     };
-    const old = e.existing;
-    if (old) {
-      const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => old[k] === fields[k]);
-      if (same) return false;
-      await this.store.update(old.id, { ...fields, episodeTitle: a.episodeTitle ?? null, season: a.season ?? null, episode: a.episode ?? null });
-      if (e.status === 'scheduled') await this.scheduleStart({ ...old, ...fields });
-      else await this.scheduler.cancel(taskId(old.id));
-      return true;
-    }
-    const rec = await this.store.insert({
-      ...fields, sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: this.now(), ruleId: e.rule.id,
-      ...episodeFields(a), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
-    }, (id) => path.join(this.options.root, String(id)));
-    if (rec.status === 'scheduled') await this.scheduleStart(rec);
-    this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: a.channelId, programme: a.id, status: rec.status }, 'recording created by a rule');
+  }
+
+  /** Makes an existing row say what the plan says; whether anything changed. */
+  private async update(e: PlannedEntry, old: Recording, tunerId: string | undefined): Promise<boolean> {
+    const a = e.airing;
+    const fields = this.planFields(e, tunerId);
+    const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => old[k] === fields[k]);
+    if (same) return false;
+    await this.store.update(old.id, { ...fields, episodeTitle: a.episodeTitle ?? null, season: a.season ?? null, episode: a.episode ?? null });
+    if (e.status === 'scheduled') await this.scheduleStart({ ...old, ...fields });
+    else await this.scheduler.cancel(taskId(old.id));
     return true;
+  }
+
+  /** The rows of new entries, in one transaction (an evaluation after an import makes hundreds); how many. */
+  private async insertNew(entries: PlannedEntry[], tuners: Map<number, TunerInfo>): Promise<number> {
+    const now = this.now();
+    const recs = await this.store.insertMany(entries.map((e) => ({
+      ...this.planFields(e, tuners.get(e.airing.channelId)?.tunerId), sizeBytes: 0, duration: 0, gaps: [], createdBy: e.rule.createdBy, createdAt: now, ruleId: e.rule.id,
+      ...episodeFields(e.airing), episodeKey: e.key, prePadding: e.rule.pre_padding, postPadding: e.rule.post_padding, watchedAt: null,
+    })), (id) => path.join(this.options.root, String(id)));
+    await this.scheduler.scheduleMany(recs.filter((r) => r.status === 'scheduled').map((r) => this.startTask(r)));
+    for (const [i, rec] of recs.entries()) {
+      const e = entries[i];
+      this.log.info({ event: 'recording_created', recording: rec.id, rule: e.rule.id, channel: e.airing.channelId, programme: e.airing.id, status: rec.status }, 'recording created by a rule');
+    }
+    return recs.length;
   }
 
   async listRules(): Promise<RuleView[]> {
@@ -414,8 +437,12 @@ export class Dvr {
    */
   async applyKeep(ruleId: number): Promise<void> {
     const rule = await this.rules.get(ruleId);
-    if (!rule?.keep) return;
-    const kept = (await this.store.ofRule(ruleId)).filter((r) => r.status === 'completed');
+    if (rule?.keep) await this.keepLimit(rule, (await this.store.ofRule(ruleId)).filter((r) => r.status === 'completed'));
+  }
+
+  /** The rule's keep limit over its completed recordings `kept` (by start). */
+  private async keepLimit(rule: Rule, kept: Recording[]): Promise<void> {
+    if (!rule.keep) return;
     let doomed: Recording[];
     if ('latest' in rule.keep) {
       const excess = kept.length - rule.keep.latest;
@@ -428,7 +455,7 @@ export class Dvr {
     }
     for (const r of doomed) {
       await this.deleteFinished(r);
-      this.log.info({ event: 'recording_removed', recording: r.id, rule: ruleId, why: 'keep limit' }, 'recording deleted by its rule\'s keep limit');
+      this.log.info({ event: 'recording_removed', recording: r.id, rule: rule.id, why: 'keep limit' }, 'recording deleted by its rule\'s keep limit');
     }
   }
 

@@ -68,7 +68,9 @@ export function recordingRoutes(http: HttpScope, deps: { auth: AuthService; dvr:
   http.delete('/recordings/:id', {
     schema: {
       summary: 'Cancel a scheduled or running recording, or delete a finished one with its files', tags: ['dvr'],
-      description: 'Scheduled → cancelled. Running → cancelled, keeping (and playing) what was recorded. Completed, failed or cancelled → deleted with its files. Allowed to administrators and to the user who scheduled it (else 403).',
+      description: 'Scheduled → cancelled. Running → cancelled, keeping (and playing) what was recorded. Completed, failed or cancelled → deleted with its files. '
+        + 'An airing of a series rule that is scheduled or in conflict → skipped, and a skipped one stays skipped (its row keeps the rule from it). '
+        + 'Series rules are evaluated again afterwards (a slot may have freed). Allowed to administrators and to the user who scheduled it (else 403).',
       params: Type.Object({ id: Id }),
       response: { 200: Type.Object({ ok: Type.Boolean() }), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
     },

@@ -2,6 +2,8 @@ import type { Database } from 'antenna/sdk';
 import type { Gap, Recording, RecordingStatus } from './model.js';
 
 const TABLE = 'dvr_recordings';
+/** Rows per INSERT (24 columns: far below SQLite's 32,766 parameters). */
+const INSERT_CHUNK = 200;
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -47,18 +49,34 @@ export class RecordingStore {
 
   /** Inserts the row; `dir` is made from the id once it is known. */
   async insert(r: Omit<Recording, 'id' | 'dir'>, dirOf: (id: number) => string): Promise<Recording> {
+    return (await this.insertMany([r], dirOf))[0];
+  }
+
+  /**
+   * Inserts the rows in one transaction, INSERT_CHUNK to a statement (a rules' evaluation after an
+   * import makes hundreds). A statement's ids come in the order of its rows: ascending.
+   */
+  async insertMany(rows: Omit<Recording, 'id' | 'dir'>[], dirOf: (id: number) => string): Promise<Recording[]> {
+    if (!rows.length) return [];
     return this.knex.transaction(async (trx) => {
-      const [inserted] = await trx(TABLE).insert({
-        channel_id: r.channelId, program_id: r.programId, tuner_id: r.tunerId, title: r.title.slice(0, 512),
-        start: r.start, stop: r.stop, status: r.status, error: r.error, size_bytes: r.sizeBytes, duration: r.duration,
-        gaps: JSON.stringify(r.gaps), dir: '', created_by: r.createdBy, created_at: r.createdAt,
-        rule_id: r.ruleId, episode_key: r.episodeKey, series_key: r.seriesKey, season: r.season, episode: r.episode,
-        episode_title: r.episodeTitle, pre_padding: r.prePadding, post_padding: r.postPadding, watched_at: r.watchedAt,
-      }).returning('id');
-      const id = Number(typeof inserted === 'object' ? inserted.id : inserted);
-      const dir = dirOf(id);
-      await trx(TABLE).where({ id }).update({ dir });
-      return { ...r, id, dir };
+      const out: Recording[] = [];
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        const chunk = rows.slice(i, i + INSERT_CHUNK);
+        const inserted = await trx(TABLE).insert(chunk.map((r) => ({
+          channel_id: r.channelId, program_id: r.programId, tuner_id: r.tunerId, title: r.title.slice(0, 512),
+          start: r.start, stop: r.stop, status: r.status, error: r.error, size_bytes: r.sizeBytes, duration: r.duration,
+          gaps: JSON.stringify(r.gaps), dir: '', created_by: r.createdBy, created_at: r.createdAt,
+          rule_id: r.ruleId, episode_key: r.episodeKey, series_key: r.seriesKey, season: r.season, episode: r.episode,
+          episode_title: r.episodeTitle, pre_padding: r.prePadding, post_padding: r.postPadding, watched_at: r.watchedAt,
+        }))).returning('id');
+        const ids = inserted.map((x: any) => Number(typeof x === 'object' ? x.id : x)).sort((a: number, b: number) => a - b);
+        const recs = chunk.map((r, j) => ({ ...r, id: ids[j], dir: dirOf(ids[j]) }));
+        await trx(TABLE).whereIn('id', ids).update({
+          dir: trx.raw(`CASE id ${recs.map(() => 'WHEN ? THEN ?').join(' ')} END`, recs.flatMap((r) => [r.id, r.dir])),
+        });
+        out.push(...recs);
+      }
+      return out;
     });
   }
 

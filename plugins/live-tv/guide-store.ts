@@ -27,6 +27,9 @@ export interface Program {
 
 export type StoredProgram = LiveProgramme;
 
+/** A guide generation's distinct titles and episode titles. */
+interface GuideTexts { titles: string[]; subTitles: string[] }
+
 const PROGRAM_COLUMNS = ['id', 'source_id', 'generation', 'guide_id', 'start', 'stop', 'title', 'sub_title', 'description', 'categories', 'episode_num', 'icon',
   'episode_nums', 'marks', 'previously_shown', 'season', 'episode', 'airing', 'title_key', 'series_key', 'episode_key'];
 /** The columns programsFor reads. */
@@ -147,6 +150,8 @@ export class GuideStore {
   private bucketBytes = 0;
   /** Bumped by invalidate(): a state read before it is not kept. */
   private epoch = 0;
+  /** source id → its newest generation's distinct titles and episode titles. */
+  private readonly texts = new Map<string, { generation: number; texts: Promise<GuideTexts> }>();
 
   constructor(private readonly knex: Database, private readonly log: Logger) {}
 
@@ -237,6 +242,7 @@ export class GuideStore {
       generation, updated_at: Date.now(), stats: JSON.stringify({ ...result, warnings: Math.max(result.warnings, warnings) }),
     });
     this.invalidate();
+    this.textsOf(source.id, generation).catch(() => {}); // read while the old generation is deleted: ready for the rules' evaluation that follows
     await this.deleteGenerations(source.id, (q) => q.where('generation', '<', generation));
     return { ...result, warnings: Math.max(result.warnings, warnings) };
   }
@@ -621,10 +627,35 @@ export class GuideStore {
   }
 
   /**
+   * A generation's distinct titles and episode titles: what keyword and pattern rules are tried on,
+   * in JavaScript. Read once per generation (a generation never changes), at its import or on
+   * first need; only a source's newest generation is kept.
+   */
+  private textsOf(sourceId: string, generation: number): Promise<GuideTexts> {
+    const cached = this.texts.get(sourceId);
+    if (cached?.generation === generation) return cached.texts;
+    const distinct = async (column: string) => (await this.knex('livetv_programs').where({ source_id: sourceId, generation }).whereNotNull(column)
+      .distinct(`${column} as text`)).map((r: { text: string }) => r.text);
+    const texts = (async () => ({ titles: await distinct('title'), subTitles: await distinct('sub_title') }))();
+    if (!cached || cached.generation < generation) {
+      this.texts.set(sourceId, { generation, texts });
+      texts.catch(() => { if (this.texts.get(sourceId)?.texts === texts) this.texts.delete(sourceId); }); // read again on next need
+    }
+    return texts;
+  }
+
+  /** The GuideTexts of every source generation the channels' guides come from now. */
+  private async currentTexts(): Promise<GuideTexts[]> {
+    const current = new Map<string, number>();
+    for (const refs of (await this.guideState()).mapping.values()) for (const r of refs) current.set(r.sourceId, r.generation);
+    return Promise.all([...current].map(([sourceId, generation]) => this.textsOf(sourceId, generation)));
+  }
+
+  /**
    * Programmes of mapped channels overlapping [from, to) that any of `matches` picks, by start:
    * one scan of the current programmes comparing stored keys (title_key, series_key) and texts.
-   * Keywords and regular expressions are tried on the distinct titles (and episode titles) first,
-   * in JavaScript: SQL would lower-case every programme's texts once per keyword.
+   * Keywords and regular expressions are tried on the distinct titles (and episode titles) of the
+   * guide (textsOf), in JavaScript: SQL would lower-case every programme's texts once per keyword.
    */
   async findAirings(matches: readonly AiringMatch[], from: number, to: number): Promise<MatchedAiring[]> {
     const byTitle = new Map<string, number[]>();
@@ -642,19 +673,18 @@ export class GuideStore {
     });
     const byRawTitle = new Map<string, number[]>();
     const bySubTitle = new Map<string, number[]>();
-    const distinct = async (column: string) => (await this.current().where('p.stop', '>', from).where('p.start', '<', to).whereNotNull(column)
-      .distinct(`${column} as text`)).map((r: { text: string }) => r.text);
     if (patterns.length || keywords.length) {
-      for (const title of await distinct('p.title')) {
-        const lower = title.toLowerCase();
-        for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
-        for (const [k, i] of keywords) if (lower.includes(k)) add(byRawTitle, title, i);
-      }
-    }
-    if (keywords.length) {
-      for (const sub of await distinct('p.sub_title')) {
-        const lower = sub.toLowerCase();
-        for (const [k, i] of keywords) if (lower.includes(k)) add(bySubTitle, sub, i);
+      for (const { titles, subTitles } of await this.currentTexts()) {
+        for (const title of titles) {
+          const lower = title.toLowerCase();
+          for (const [re, i] of patterns) if (re.test(title)) add(byRawTitle, title, i);
+          for (const [k, i] of keywords) if (lower.includes(k)) add(byRawTitle, title, i);
+        }
+        if (!keywords.length) continue;
+        for (const sub of subTitles) {
+          const lower = sub.toLowerCase();
+          for (const [k, i] of keywords) if (lower.includes(k)) add(bySubTitle, sub, i);
+        }
       }
     }
     if (!byTitle.size && !bySeries.size && !byRawTitle.size && !bySubTitle.size) return [];

@@ -72,3 +72,24 @@ t.test('repeating tasks are re-armed after each run', async (t) => {
   t.equal(task.id, 'every', 'still scheduled');
   t.ok(task.at > Date.now() - 1000, 'next time moved forward');
 });
+
+t.test('scheduleMany: many tasks stored and armed at once; an id given twice keeps its last', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const plugin = await ticker(dir);
+  const g = globalThis as any;
+  g.__runs = [];
+  const host = await createTestHost({ plugins: { [plugin]: {} } });
+  t.teardown(() => host.close());
+  const later = Date.now() + 3_600_000;
+  const tasks = Array.from({ length: 1200 }, (_, i) => ({ id: `many-${i}`, kind: 'tick', at: later + i, payload: { i } }));
+  await g.__scheduler.scheduleMany([...tasks, { id: 'many-7', kind: 'tick', at: Date.now(), payload: { again: true } }, { id: 'now', kind: 'tick', at: Date.now() }]);
+  t.ok(await until(() => g.__runs.includes('now:undefined')), 'armed: a task due runs');
+  t.ok(await until(() => g.__runs.includes('many-7:{"again":true}')), 'the later entry of an id is the one armed');
+  const stored = (await g.__scheduler.list('tick')).filter((x: any) => x.id !== 'now' && x.id !== 'many-7'); // those two ran (and go)
+  t.equal(stored.length, 1199, 'every other task, each once (three statements)');
+  t.strictSame(stored.find((x: any) => x.id === 'many-3'), { id: 'many-3', kind: 'tick', at: later + 3, everyMs: undefined, payload: { i: 3 } });
+  t.notOk(g.__runs.some((r: string) => r.startsWith('many-') && r !== 'many-7:{"again":true}'), 'the others wait for their time');
+  await g.__scheduler.scheduleMany([]);
+  await t.rejects(g.__scheduler.scheduleMany([{ id: 'bad', kind: 'tick', at: Number.NaN }]), /task bad has no valid time/);
+});

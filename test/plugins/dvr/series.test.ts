@@ -153,6 +153,11 @@ t.test('series rules', async (t) => {
     await check('after a re-import');
     await ok('PATCH', `/api/dvr/rules/${acme}`, { priority: 1 });
     await check('after the rule changed');
+    // Deleting the skipped row: it stays, for its row is what keeps the rule from the episode.
+    await ok('DELETE', `/recordings/${third.id}`);
+    await check('deleted');
+    await ok('PATCH', `/api/dvr/rules/${acme}`, { priority: 1 });
+    await check('deleted, then evaluated');
   });
 
   t.test('a one-off outranks a rule, whose airing moves to another showing', async (t) => {
@@ -185,6 +190,19 @@ t.test('series rules', async (t) => {
     await ok('DELETE', `/api/dvr/rules/${delta.id}`);
     t.equal((await ofRule(gamma.id))[0].status, 'scheduled', 'the slot freed: it records again');
     t.strictSame(await ofRule(delta.id), [], 'a deleted rule\'s scheduled airings go');
+    await ok('DELETE', `/api/dvr/rules/${gamma.id}`);
+  });
+
+  t.test('a one-off cancelled frees its slot: a rule in conflict takes it at once', async (t) => {
+    const gamma = await ok('POST', '/api/dvr/rules', { title: 'Gamma', days: [weekday(4)] });
+    t.match(gamma.next, [{ start: iso(at(4, 15)), status: 'scheduled' }]);
+    const guide = await ok('GET', `/programs?from=${iso(at(4, 0))}&to=${iso(at(5, 0))}`);
+    const s2 = guide.channels.find((c: any) => c.id === channelId.get('s2'));
+    const delta = s2.programs.find((p: any) => p.title === 'Delta');
+    const oneOff = await ok('POST', '/recordings', { channel_id: s2.id, program_id: delta.id });
+    t.match((await ofRule(gamma.id))[0], { status: 'conflict', reason: /"Delta"/ }, 'the one-off outranks the rule, and Gamma airs nowhere else');
+    await ok('DELETE', `/recordings/${oneOff.id}`);
+    t.equal((await ofRule(gamma.id))[0].status, 'scheduled', 'cancelled: the rule takes the slot now, not at the next import');
     await ok('DELETE', `/api/dvr/rules/${gamma.id}`);
   });
 
