@@ -19,7 +19,7 @@ import type { SegmenterSegment } from './segmenter.js';
 const START_TARGETS = 3;
 /** The window live playback needs: this long, or six target durations when those are longer. */
 const LIVE_WINDOW_SECONDS = 30;
-/** A segment's files stay this long after it was announced, whatever the window (holders link them meanwhile). */
+/** While a holder listens, a segment's files stay this long after it was announced, whatever the window (holders link or read them meanwhile). */
 const KEEP_ANNOUNCED_MS = 60_000;
 /** Declared bit rates sit this much above the measured peak. */
 const BANDWIDTH_MARGIN = 1.1;
@@ -397,14 +397,16 @@ export class LiveTimeline {
   }
 
   /**
-   * Moves the window's start on, and removes the files of segments before it that were announced
-   * long enough ago; runs left empty go.
+   * Moves the window's start on, and removes the files of segments before it (once announced long
+   * enough ago, while a holder listens); runs left empty go. Without holders nothing outlives the
+   * window, so a burst of segments (a provider's backlog) never holds more than the cap on disk.
    */
   private async slide(now: number): Promise<void> {
     const listed = this.listedRuns();
     this.first = Math.max(this.first, this.windowFirst(listed));
+    const keepMs = this.listeners.size ? KEEP_ANNOUNCED_MS : 0;
     for (const run of [...this.runs]) {
-      while (run.slots.length && (run.slots[0].sequence < this.first || !listed.includes(run)) && now - run.slots[0].announcedAt >= KEEP_ANNOUNCED_MS) {
+      while (run.slots.length && (run.slots[0].sequence < this.first || !listed.includes(run)) && now - run.slots[0].announcedAt >= keepMs) {
         const gone = run.slots.shift()!;
         for (const part of gone.parts) {
           if (!part) continue;
