@@ -236,6 +236,17 @@ t.test('time-shift window', async (t) => {
     t.not(keys[0].own, keys[1].own, 'two users, two keys');
     for (const [i, k] of keys.entries()) t.strictSame([...k.inside], [k.own], `viewer ${i + 1}: every URL of its media playlist carries its own key`);
 
+    // Gzipped for clients that accept it, as it is for those that do not.
+    const info = await (await get(`/watch/live/${keyedId}/play-info`, { authorization: `Bearer ${viewer}` })).json() as any;
+    const own = new URL(info.url, host.url).searchParams.get('key')!;
+    const uri = checkHlsMaster(await text(info.url)).variants[0].uri;
+    for (const encoding of ['gzip', 'identity']) {
+      const res = await get(uri, { 'accept-encoding': encoding });
+      t.equal(res.headers.get('content-encoding') ?? 'identity', encoding, `accept-encoding ${encoding}: sent as ${encoding}`);
+      const body = await res.text();
+      t.strictSame(checkHlsMedia(body).problems, [], 'a valid media playlist');
+      t.ok(body.includes(`key=${own}`), 'with the viewer\'s key');
+    }
   });
 
   t.test('MPD updates (refresh=1) never start a channel', async (t) => {
