@@ -124,6 +124,21 @@ class PlaylistCache {
   }
 }
 
+/** Per id, the value made for the latest version only (a few ids: channels × start asked for, the oldest going first). */
+class LatestOf<T> {
+  private readonly entries = new Map<string, { version: string; value: T }>();
+
+  get(id: string, version: string, make: () => T): T {
+    const hit = this.entries.get(id);
+    if (hit?.version === version) return hit.value;
+    this.entries.delete(id);
+    const value = make();
+    this.entries.set(id, { version, value });
+    if (this.entries.size > 64) this.entries.delete(this.entries.keys().next().value!);
+    return value;
+  }
+}
+
 /** The guide lookup start over needs. */
 export interface ProgrammeLookup {
   programmesOf(channelId: number, from: number, to: number): Promise<{ start: number; stop: number }[]>;
@@ -148,6 +163,8 @@ export function watchRoutes(http: HttpScope, deps: {
   const viewerOf = (user: AuthUser): Viewer => ({ id: `${user.id}:${user.sessionId}`, user });
   const files = new FileCache();
   const playlists = new PlaylistCache();
+  /** The presentation media playlists are written from, once per state of the window for both renditions. */
+  const keyless = new LatestOf<Presentation>();
 
   async function channelOf(channelId: number) {
     const channel = (await channels.current()).byId.get(channelId);
@@ -277,7 +294,7 @@ export function watchRoutes(http: HttpScope, deps: {
       // The session (its directory is its own), and where its window starts and ends.
       const version = `${session.dir}:${session.timeline.firstSequence}:${session.timeline.sequence}`;
       const copy = playlists.get(`${channel_id}/${rep}/${startAt ?? ''}`, version, keyFor(user, channel_id), () => {
-        const listed = presentation(session, KEY_MARK, hlsBase(channel_id), { startAt });
+        const listed = keyless.get(`${channel_id}/${startAt ?? ''}`, version, () => presentation(session, KEY_MARK, hlsBase(channel_id), { startAt }));
         return listed.periods.some((p) => p.representations.some((r) => r.id === rep)) ? hls.media(listed, rep) : undefined;
       });
       if (!copy) throw errors.notFound('No such playlist');

@@ -12,7 +12,7 @@
  */
 import { copyFile, link, mkdir, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { LiveRepresentation, LiveSegment, Logger, Presentation, PresentationPeriod } from 'antenna/sdk';
+import type { LiveRepresentation, LiveSegment, Logger, Presentation, PresentationPeriod, PresentationSegment } from 'antenna/sdk';
 import type { SegmenterSegment } from './segmenter.js';
 
 /** The minimum a media playlist holds before players are answered (RFC 8216 §6.3.3: three target durations from its end). */
@@ -226,15 +226,19 @@ export class LiveTimeline {
         sequence: run.sequence,
         start: run.start,
         mediaStart: run.mediaStart,
-        representations: run.reps.map((rep, i) => ({
-          id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
-          frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
-          init: links.init(run.index, rep.id), media: links.media(run.index, rep.id),
-          segments: slots.flatMap((s) => {
+        representations: run.reps.map((rep, i) => {
+          // A plain loop: a time-shift window has thousands of parts, and this runs at every new segment.
+          const segments: PresentationSegment[] = [];
+          for (const s of slots) {
             const part = s.parts[i];
-            return part ? [{ number: s.sequence, start: part.start, duration: part.duration }] : [];
-          }),
-        })),
+            if (part) segments.push({ number: s.sequence, start: part.start, duration: part.duration });
+          }
+          return {
+            id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
+            frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
+            init: links.init(run.index, rep.id), media: links.media(run.index, rep.id), segments,
+          };
+        }),
       });
     }
     const seconds = periods.length ? this.windowSeconds() : 0;
