@@ -49,6 +49,10 @@ export const hlsPackager: HlsPackager = {
       body.push(`#EXT-X-MAP:URI="${rep.init}"`);
       const dated = presentation.availabilityStart !== undefined;
       const wallClock = (media: number) => presentation.availabilityStart! + (period.start + media / rep.timescale - period.mediaStart) * 1000;
+      // A live window lists hundreds of segments: the template is split once, and a duration written once while it repeats.
+      const url = segmentUrls(rep.media);
+      let duration: number | undefined;
+      let extinf = '';
       rep.segments.forEach((s, i) => {
         // A date on each period's first segment: players line renditions up by it across discontinuities.
         if (i === 0 && dated) {
@@ -56,7 +60,11 @@ export const hlsPackager: HlsPackager = {
           first ??= at;
           body.push(`#EXT-X-PROGRAM-DATE-TIME:${new Date(Math.round(at)).toISOString()}`);
         }
-        body.push(`#EXTINF:${(s.duration / rep.timescale).toFixed(6)},`, segmentUrl(rep.media, s.number));
+        if (s.duration !== duration) {
+          duration = s.duration;
+          extinf = `#EXTINF:${(duration / rep.timescale).toFixed(6)},`;
+        }
+        body.push(extinf, url(s.number));
       });
       const last = rep.segments[rep.segments.length - 1];
       if (dated) end = wallClock(last.start + last.duration);
@@ -106,7 +114,17 @@ function frameRate(rate: string | undefined): number | undefined {
 
 /** The media URL template with a segment's number in place of `$Number$` / `$Number%0Nd$`. */
 export function segmentUrl(template: string, number: number): string {
-  return template.replace(/\$Number(?:%0(\d+)d)?\$/g, (_, width: string | undefined) => String(number).padStart(width ? Number(width) : 0, '0'));
+  return segmentUrls(template)(number);
+}
+
+/** segmentUrl for one template and many numbers: [text, width, text, width, …, text] once, then joined per number. */
+function segmentUrls(template: string): (number: number) => string {
+  const parts = template.split(/\$Number(?:%0(\d+)d)?\$/);
+  return (number) => {
+    let out = parts[0];
+    for (let i = 1; i < parts.length; i += 2) out += String(number).padStart(parts[i] ? Number(parts[i]) : 0, '0') + parts[i + 1];
+    return out;
+  };
 }
 
 export default definePlugin({

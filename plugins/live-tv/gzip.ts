@@ -1,6 +1,6 @@
 import { pipeline, type Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { constants, createGzip, gzip } from 'node:zlib';
+import { constants, createGzip, gzip, type ZlibOptions } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Whether the request's Accept-Encoding takes gzip: named, or `*`, and not refused with q=0. */
@@ -18,7 +18,7 @@ export function acceptsGzip(request: FastifyRequest): boolean {
 }
 
 /** `body` gzipped in libuv's pool, not on the event loop. */
-export const gzipped: (body: Buffer) => Promise<Buffer> = promisify(gzip);
+export const gzipped: (body: Buffer, options?: ZlibOptions) => Promise<Buffer> = promisify(gzip);
 
 export interface SendOptions {
   /** Smaller bodies are sent as they are: compressing them saves less than it costs. Default 0. */

@@ -1,9 +1,11 @@
+import { constants } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
 import {
   AppError,
   errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope, type Presentation,
 } from 'antenna/sdk';
 import type { ChannelStore } from '../channel-store.js';
+import { acceptsGzip, gzipped } from '../gzip.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
 import { HeldElsewhere, type LiveSession, type LiveSessions, type Viewer } from './sessions.js';
@@ -41,24 +43,100 @@ const PlayInfo = Type.Object({
 
 /** Where a viewer's key goes in a media playlist written once for all (no URL holds it). */
 const KEY_MARK = '\u0001';
-/** Media playlists kept (channel × rendition × start asked for), the least recently used going first. */
-const MAX_PLAYLISTS = 256;
+/** Bytes of media playlists kept (every viewer's copy counted), the least recently used going first. */
+const MAX_PLAYLIST_BYTES = 32 * 2 ** 20;
+
+/** A media playlist as one viewer gets it (its key put in): made once per state of the window, gzipped once for clients that take it. */
+interface PlaylistCopy {
+  plain(): Buffer;
+  gzip(): Promise<Buffer>;
+}
+
+interface Written {
+  version: string;
+  text: string | undefined;
+  /** Per key: keys change every few minutes, the window every segment, so this holds about one copy per viewer. */
+  copies: Map<string, { plain?: Buffer; gzip?: Promise<Buffer> }>;
+  bytes: number;
+}
 
 /**
- * Media playlists written once per state of a session's timeline, each viewer getting a copy
- * with its own key: a time-shift window lists hundreds of segments, and writing them for every
- * reload cost more than the rest of live playback.
+ * Media playlists written once per state of a session's timeline, and each viewer's copy made
+ * once too: a time-shift window lists hundreds of segments, and writing them, putting the key in
+ * and encoding them for every reload (players reload every second or two) cost more than the
+ * rest of live playback.
  */
 class PlaylistCache {
-  private readonly entries = new Map<string, { version: string; text: string | undefined }>();
+  private readonly entries = new Map<string, Written>();
+  private bytes = 0;
 
-  get(id: string, version: string, write: () => string | undefined): string | undefined {
+  get(id: string, version: string, key: string, write: () => string | undefined): PlaylistCopy | undefined {
     let entry = this.entries.get(id);
-    this.entries.delete(id); // Map order: least recently used first
-    if (entry?.version !== version) entry = { version, text: write() };
+    if (entry) this.drop(id, entry); // Map order: least recently used first
+    if (entry?.version !== version) {
+      const text = write();
+      entry = { version, text, copies: new Map(), bytes: text?.length ?? 0 };
+    }
     this.entries.set(id, entry);
-    if (this.entries.size > MAX_PLAYLISTS) this.entries.delete(this.entries.keys().next().value!);
-    return entry.text;
+    this.bytes += entry.bytes;
+    const { text } = entry;
+    if (text === undefined) return undefined;
+    let copy = entry.copies.get(key);
+    if (!copy) entry.copies.set(key, (copy = {}));
+    const current = entry;
+    const made = copy;
+    const grow = (n: number) => {
+      if (this.entries.get(id) !== current) return; // evicted or replaced meanwhile
+      current.bytes += n;
+      this.bytes += n;
+      this.trim(id);
+    };
+    const plain = () => {
+      if (!made.plain) {
+        made.plain = Buffer.from(text.replaceAll(KEY_MARK, key));
+        grow(made.plain.length);
+      }
+      return made.plain;
+    };
+    return {
+      plain,
+      gzip: () => {
+        if (!made.gzip) {
+          const body = made.plain ?? Buffer.from(text.replaceAll(KEY_MARK, key));
+          // The fastest level: a playlist's lines differ only in their numbers (120 KB → 3 KB either way, 5× less CPU).
+          made.gzip = gzipped(body, { level: constants.Z_BEST_SPEED }).then((zipped) => { grow(zipped.length); return zipped; });
+        }
+        return made.gzip;
+      },
+    };
+  }
+
+  private drop(id: string, entry: Written): void {
+    this.entries.delete(id);
+    this.bytes -= entry.bytes;
+  }
+
+  /** The least recently used playlists go while the bytes are over; the one in use stays. */
+  private trim(keep: string): void {
+    for (const [id, entry] of this.entries) {
+      if (this.bytes <= MAX_PLAYLIST_BYTES) return;
+      if (id !== keep) this.drop(id, entry);
+    }
+  }
+}
+
+/** Per id, the value made for the latest version only (a few ids: channels × start asked for, the oldest going first). */
+class LatestOf<T> {
+  private readonly entries = new Map<string, { version: string; value: T }>();
+
+  get(id: string, version: string, make: () => T): T {
+    const hit = this.entries.get(id);
+    if (hit?.version === version) return hit.value;
+    this.entries.delete(id);
+    const value = make();
+    this.entries.set(id, { version, value });
+    if (this.entries.size > 64) this.entries.delete(this.entries.keys().next().value!);
+    return value;
   }
 }
 
@@ -86,6 +164,8 @@ export function watchRoutes(http: HttpScope, deps: {
   const viewerOf = (user: AuthUser): Viewer => ({ id: `${user.id}:${user.sessionId}`, user });
   const files = new FileCache();
   const playlists = new PlaylistCache();
+  /** The presentation media playlists are written from, once per state of the window for both renditions. */
+  const keyless = new LatestOf<Presentation>();
 
   async function channelOf(channelId: number) {
     const channel = (await channels.current()).byId.get(channelId);
@@ -240,12 +320,14 @@ export function watchRoutes(http: HttpScope, deps: {
       const rep = playlist[1];
       // The session (its directory is its own), and where its window starts and ends.
       const version = `${session.dir}:${session.timeline.firstSequence}:${session.timeline.sequence}`;
-      const text = playlists.get(`${channel_id}/${rep}/${startAt ?? ''}`, version, () => {
-        const listed = presentation(session, KEY_MARK, hlsBase(channel_id), { startAt });
+      const copy = playlists.get(`${channel_id}/${rep}/${startAt ?? ''}`, version, keyFor(user, channel_id), () => {
+        const listed = keyless.get(`${channel_id}/${startAt ?? ''}`, version, () => presentation(session, KEY_MARK, hlsBase(channel_id), { startAt }));
         return listed.periods.some((p) => p.representations.some((r) => r.id === rep)) ? hls.media(listed, rep) : undefined;
       });
-      if (text === undefined) throw errors.notFound('No such playlist');
-      return reply.header('cache-control', 'no-store').type(hls.contentType).send(text.replaceAll(KEY_MARK, keyFor(user, channel_id)));
+      if (!copy) throw errors.notFound('No such playlist');
+      reply.header('cache-control', 'no-store').header('vary', 'accept-encoding').type(hls.contentType);
+      if (!acceptsGzip(request)) return reply.send(copy.plain());
+      return reply.header('content-encoding', 'gzip').send(await copy.gzip());
     }
     const found = session.timeline.file(attempt, file);
     const data = found && (await files.get(found.path));

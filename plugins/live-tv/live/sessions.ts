@@ -644,6 +644,9 @@ export class LiveSessions {
         throw err;
       } finally {
         session.stopRun = undefined;
+        // The session has linked what it took; ffmpeg's own names of the run's last segments would
+        // otherwise stay on disk, outside the window's count, until the window has passed the run.
+        await rm(out, { recursive: true, force: true }).catch((err) => this.log.warn({ err, dir: out }, 'live: could not remove a run\'s ffmpeg files'));
       }
       const result = await exit;
       if (signal.aborted) return false;

@@ -12,14 +12,14 @@
  */
 import { copyFile, link, mkdir, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import type { LiveRepresentation, LiveSegment, Logger, Presentation, PresentationPeriod } from 'antenna/sdk';
+import type { LiveRepresentation, LiveSegment, Logger, Presentation, PresentationPeriod, PresentationSegment } from 'antenna/sdk';
 import type { SegmenterSegment } from './segmenter.js';
 
 /** The minimum a media playlist holds before players are answered (RFC 8216 §6.3.3: three target durations from its end). */
 const START_TARGETS = 3;
 /** The window live playback needs: this long, or six target durations when those are longer. */
 const LIVE_WINDOW_SECONDS = 30;
-/** A segment's files stay this long after it was announced, whatever the window (holders link them meanwhile). */
+/** While a holder listens, a segment's files stay this long after it was announced, whatever the window (holders link or read them meanwhile). */
 const KEEP_ANNOUNCED_MS = 60_000;
 /** Declared bit rates sit this much above the measured peak. */
 const BANDWIDTH_MARGIN = 1.1;
@@ -226,15 +226,19 @@ export class LiveTimeline {
         sequence: run.sequence,
         start: run.start,
         mediaStart: run.mediaStart,
-        representations: run.reps.map((rep, i) => ({
-          id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
-          frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
-          init: links.init(run.index, rep.id), media: links.media(run.index, rep.id),
-          segments: slots.flatMap((s) => {
+        representations: run.reps.map((rep, i) => {
+          // A plain loop: a time-shift window has thousands of parts, and this runs at every new segment.
+          const segments: PresentationSegment[] = [];
+          for (const s of slots) {
             const part = s.parts[i];
-            return part ? [{ number: s.sequence, start: part.start, duration: part.duration }] : [];
-          }),
-        })),
+            if (part) segments.push({ number: s.sequence, start: part.start, duration: part.duration });
+          }
+          return {
+            id: rep.id, kind: rep.kind, codecs: rep.codecs, bandwidth: declared(rep), width: rep.width, height: rep.height,
+            frameRate: rep.frameRate, sampleRate: rep.sampleRate, channels: rep.channels, timescale: rep.timescale,
+            init: links.init(run.index, rep.id), media: links.media(run.index, rep.id), segments,
+          };
+        }),
       });
     }
     const seconds = periods.length ? this.windowSeconds() : 0;
@@ -397,14 +401,16 @@ export class LiveTimeline {
   }
 
   /**
-   * Moves the window's start on, and removes the files of segments before it that were announced
-   * long enough ago; runs left empty go.
+   * Moves the window's start on, and removes the files of segments before it (once announced long
+   * enough ago, while a holder listens); runs left empty go. Without holders nothing outlives the
+   * window, so a burst of segments (a provider's backlog) never holds more than the cap on disk.
    */
   private async slide(now: number): Promise<void> {
     const listed = this.listedRuns();
     this.first = Math.max(this.first, this.windowFirst(listed));
+    const keepMs = this.listeners.size ? KEEP_ANNOUNCED_MS : 0;
     for (const run of [...this.runs]) {
-      while (run.slots.length && (run.slots[0].sequence < this.first || !listed.includes(run)) && now - run.slots[0].announcedAt >= KEEP_ANNOUNCED_MS) {
+      while (run.slots.length && (run.slots[0].sequence < this.first || !listed.includes(run)) && now - run.slots[0].announcedAt >= keepMs) {
         const gone = run.slots.shift()!;
         for (const part of gone.parts) {
           if (!part) continue;

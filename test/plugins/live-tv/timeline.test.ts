@@ -84,7 +84,7 @@ t.test('the window keeps timeshiftSeconds of segments: older ones leave the play
   t.strictSame(checkMpd(mpd).problems, []);
   t.match(mpd, /timeShiftBufferDepth="PT62\.000S"/, 'timeShiftBufferDepth: the window (and one target duration the clock runs ahead of it)');
   t.match(mpd, /startNumber="71"/);
-  // Files stay a minute after they were announced (holders link them); older ones are gone.
+  // Nobody holds the session: files go as their segments leave the window.
   const { files } = await onDisk();
   const numbers = files.filter((f) => /video-\d+\.m4s$/.test(f)).map((f) => Number(/(\d+)\.m4s$/.exec(f)![1])).sort((a, b) => a - b);
   t.equal(numbers[0], 71, `the oldest video segment on disk is the window's first (${numbers[0]})`);
@@ -108,6 +108,25 @@ t.test('maxBytes caps the window, and the disk stays under it at steady state', 
   t.ok(disk.bytes <= cap + 1400, `on disk: ${disk.bytes} bytes (segments and init segments), within the cap`);
   t.ok(peak <= cap + 1400 + 80_000, `at most a segment over it at any moment (peak ${peak})`);
   t.ok(timeline.windowSeconds() < 7200 && timeline.windowSeconds() > 60, `the window is shorter than asked (${timeline.windowSeconds()} s)`);
+});
+
+t.test('while a holder listens, files stay a minute after they were announced; without one they go with the window', async (t) => {
+  const videoFiles = (files: string[]) => files.filter((f) => /video-\d+\.m4s$/.test(f)).map((f) => Number(/(\d+)\.m4s$/.exec(f)![1])).sort((a, b) => a - b);
+  for (const held of [true, false]) {
+    const { timeline, segment, onDisk } = await rig(t, { timeshiftSeconds: 0 });
+    let heard = 0;
+    const stop = held ? timeline.subscribe(() => { heard++; }) : () => {};
+    for (let i = 0; i < 40; i++) await segment(); // one every 2 s: 80 s
+    stop();
+    t.equal(timeline.firstSequence, 26, `${held ? 'held' : 'not held'}: the window is the 30 s live playback needs (segments 26 to 40)`);
+    const numbers = videoFiles((await onDisk()).files);
+    if (held) {
+      t.equal(heard, 80, 'the holder heard every segment, video and audio');
+      t.strictSame([numbers[0], numbers.length], [11, 30], 'segments announced less than a minute ago stay on disk (11 to 40)');
+    } else {
+      t.strictSame([numbers[0], numbers.length], [26, 15], 'only the window is on disk');
+    }
+  }
 });
 
 t.test('never less than live playback needs, whatever the cap or timeshift 0', async (t) => {
