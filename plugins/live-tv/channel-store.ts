@@ -346,6 +346,14 @@ export class ChannelStore {
     return this.latest();
   }
 
+  /** Called after this process committed a new version (cluster mode tells the other nodes). */
+  onChanged?: () => void;
+
+  /** Another process wrote a new version: the next read looks, without waiting out VERSION_CHECK_MS. */
+  recheck(): void {
+    this.checkedAt = 0;
+  }
+
   private async latest(): Promise<StoreSnapshot> {
     if (this.snapshot && this.now() - this.checkedAt < VERSION_CHECK_MS) return this.snapshot;
     if (!this.loading) {
@@ -452,6 +460,7 @@ export class ChannelStore {
       await trx.commit();
       const snapshot = this.keep(snapshotOf(version + 1, latest.lists, layout, this.tunerIds()));
       this.checkedAt = 0;
+      this.onChanged?.();
       return result(snapshot);
     } catch (err) {
       if (!trx.isCompleted()) await trx.rollback();
@@ -548,6 +557,7 @@ export class ChannelStore {
       if (snapshot) {
         this.checkedAt = 0; // our own change: look again on the next read
         this.keep(snapshot);
+        this.onChanged?.();
       }
       return { channels: list.length, added: nextId - firstNewId, removed, duplicates };
     } catch (err) {

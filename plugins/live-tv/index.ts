@@ -52,6 +52,8 @@ const configSchema = Type.Object({
 }, { additionalProperties: false });
 
 const REFRESH_KIND = 'livetv.refresh';
+/** Cluster mode: a node committed a new channel version. */
+const CHANNELS_TOPIC = 'livetv:channels';
 
 /** The plugin's own imports, for its CLI command. */
 const importsService = createServiceRef<{ service: LiveTvService; registry: LiveTvRegistry }>({ id: 'live-tv.imports', owner: 'live-tv' });
@@ -85,6 +87,12 @@ export default definePlugin({
         const live = new LiveTvService(db, logger, jobs, registry, () => clock.now(), {
           keepHiddenMs: parseDuration(keepHiddenChannels), maxChannelsPerTuner, merge,
         });
+        if (cluster.enabled) {
+          // An edit or import on one node: the others read the channels again at once, not
+          // after their next version check (which stays, for messages lost to a reconnection).
+          live.channels.onChanged = () => cluster.publish(CHANNELS_TOPIC, '');
+          cluster.subscribe(CHANNELS_TOPIC, () => live.channels.recheck());
+        }
         const favorites = new Favorites(db);
         await favorites.load();
         auth.addProfileField('favorites', async (user) => {

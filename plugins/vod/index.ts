@@ -83,9 +83,10 @@ export default definePlugin({
         jobs: coreServices.jobs, scheduler: coreServices.scheduler, lifecycle: coreServices.lifecycle,
         logger: coreServices.logger, clock: coreServices.clock, ffmpeg: coreServices.ffmpeg, host: coreServices.host,
         paths: coreServices.paths, transcodes: coreServices.transcodes, settings: coreServices.settings, sources: coreServices.sources,
+        cluster: coreServices.cluster,
       },
       provides: { catalog: vodCatalogService, extensions: vodExtensionPoint, scanning: scanningService },
-      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, settings, sources }) {
+      async init({ config: cfg, http, db, auth, jobs, scheduler, lifecycle, logger, clock, ffmpeg, host, paths, transcodes, settings, sources, cluster }) {
         const store = new VodStore(db);
         const demoDir = path.join(host.dataDir, 'demo-media');
         const demoLibraries = cfg.demo ? DEMO_LIBRARIES.map((l) => ({ name: l.name, type: l.type, paths: [path.join(demoDir, l.folder)] })) : [];
@@ -109,7 +110,7 @@ export default definePlugin({
         });
         const transcoder = new Transcoder(jobs, transcodes, ffmpeg, store, logger, {
           workDir, segmentSeconds: cfg.segmentSeconds, idleTimeoutMs: parseDuration(cfg.idleTimeout), preset: cfg.preset,
-        });
+        }, cluster);
         browseRoutes(http, { auth, store, catalog });
         artworkRoutes(http, { auth, store, artwork });
         playRoutes(http, { auth, store, host, tokens, logger, catalog });

@@ -58,6 +58,8 @@ export interface NodeOptions {
   /** YAML lines under `plugins:` (indented by two spaces). */
   plugins?: string[];
   logLevel?: string;
+  /** More top-level YAML lines (e.g. `ffmpeg: { maxTranscodes: 4 }`). */
+  config?: string[];
 }
 
 /** Writes the node's config and starts it; resolves once it answers. */
@@ -70,6 +72,7 @@ export async function startNode(o: NodeOptions): Promise<NodeProcess> {
     `database: { client: pg, connection: "${o.databaseUrl}" }`,
     ...(o.leaseSeconds === undefined ? [] : [`cluster: { nodeId: ${o.id}, advertiseUrl: "${base}", leaseSeconds: ${o.leaseSeconds} }`]),
     `logging: { level: ${o.logLevel ?? 'info'} }`,
+    ...(o.config ?? []),
     'plugins:',
     ...(o.plugins?.length ? o.plugins : ['  {}']),
   ].join('\n') + '\n');

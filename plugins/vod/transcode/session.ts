@@ -47,6 +47,8 @@ export interface SessionOptions {
   keepAliveMs: number;
   /** A transcode budget slot for a run that encodes video; throws the 503 of a refusal. */
   admit: () => TranscodeSlot;
+  /** Cluster mode: the job's place in the cluster-wide limits (given back by `release`); throws the 503 of a refusal. */
+  reserve?: () => Promise<{ release(): Promise<void> }>;
 }
 
 interface Run {
@@ -106,6 +108,8 @@ export class VodSession {
   private readonly missed = new Set<number>();
   /** The transcode budget slot, held while a run that encodes video is under way. */
   private slot: TranscodeSlot | undefined;
+  /** Cluster mode: the place in the cluster-wide limits, from the first encoding run until the job ends. */
+  private reservation: Promise<{ release(): Promise<void> }> | undefined;
   private readonly listeners = new Set<() => void>();
   private dirReady: Promise<unknown> | undefined;
   /** Aborted when the job ends: stops ffmpeg. */
@@ -141,6 +145,25 @@ export class VodSession {
     return this.planValue ? segmentCount(this.planValue.bounds) : Number.POSITIVE_INFINITY;
   }
 
+  /**
+   * Cluster mode: takes the job's place in the cluster-wide limits before its first encoding
+   * run (a run starts synchronously, so its callers wait for this first). Kept until the job
+   * ends: a job between runs (a seek, the end reached) is still a viewer's transcode.
+   */
+  async reserve(): Promise<void> {
+    if (this.variant.method !== 'transcode' || !this.options.reserve || this.closed) return;
+    this.reservation ??= this.options.reserve().catch((err: Error) => {
+      this.reservation = undefined;
+      throw err;
+    });
+    await this.reservation;
+  }
+
+  /** Whether this job holds its place in the cluster-wide limits (cluster mode). */
+  get reserved(): boolean {
+    return this.reservation !== undefined;
+  }
+
   /** Starts the first run at segment 0, unless one ran already. */
   ensureStarted(): void {
     if (!this.runs && !this.closed) this.startRun(0);
@@ -148,6 +171,7 @@ export class VodSession {
 
   /** The tracks (codecs, sizes) once the first init segment exists; starts a run if none ever did. */
   async ready(abort?: AbortSignal): Promise<{ plan: Plan; tracks: Tracks }> {
+    await this.reserve();
     const deadline = Date.now() + SEGMENT_WAIT_MS;
     let waitedOn: Run | undefined;
     for (;;) {
@@ -175,6 +199,7 @@ export class VodSession {
   async segmentFile(track: 'v' | 'a', k: number, abort?: AbortSignal): Promise<string> {
     const plan = await this.plan;
     if (k >= segmentCount(plan.bounds)) throw errors.notFound(`No segment ${k} (there are ${segmentCount(plan.bounds)})`);
+    await this.reserve();
     const deadline = Date.now() + SEGMENT_WAIT_MS;
     if (this.wanted !== k) {
       this.wanted = k;
@@ -213,6 +238,8 @@ export class VodSession {
     this.notify();
     await Promise.all([...this.live].map((p) => p.stop()));
     this.releaseSlot();
+    // Given back at once; a release that fails (the database away) runs out with its lease time.
+    await this.reservation?.then((r) => r.release(), () => {}).catch(() => {});
     // A run being launched may be creating the directory right now: remove it after that.
     await this.dirReady?.catch(() => {});
     await rm(this.dir, { recursive: true, force: true });

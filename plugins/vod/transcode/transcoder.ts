@@ -10,11 +10,12 @@
  * (coreServices.transcodes): a job takes a slot when its ffmpeg starts. A user
  * at their own limit who opens a transcode on a device that already runs one
  * has the oldest of those stopped (the player moved on: another title, audio track
- * or quality), as Jellyfin and Plex do per device.
+ * or quality), as Jellyfin and Plex do per device. In cluster mode a transcode job
+ * also holds leases that count it against the same limits across all nodes.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { errors, type AuthUser, type FfmpegService, type Job, type JobManager, type Logger, type TranscodeBudget, type TranscodeSlot } from 'antenna/sdk';
+import { errors, type AuthUser, type Cluster, type FfmpegService, type Job, type JobManager, type Logger, type TranscodeBudget, type TranscodeSlot } from 'antenna/sdk';
 import type { MediaFile } from '../model.js';
 import type { VodStore } from '../store.js';
 import { readKeyframes } from './keyframes.js';
@@ -39,12 +40,20 @@ export interface SessionRequest {
 
 export const JOB_KIND = 'vod-transcode';
 
+const NO_LEASE = { release: async () => {} };
+
+/** Seconds a client refused by the cluster-wide limits waits, as one refused by the local budget. */
+const REFUSAL_RETRY_AFTER = 10;
+
 export class Transcoder {
   /** Keyframe scans in flight or done, per file version: concurrent manifests of one file scan once. */
   private readonly keyframeScans = new Map<string, Promise<number[]>>();
 
   /** The last admission queued per device (`<user>:<device>`). */
   private readonly admissions = new Map<string, Promise<void>>();
+
+  /** Cluster mode: the names of the transcode leases this node holds or is taking. */
+  private readonly leaseNames = new Set<string>();
 
   /** Refusals because the user is at their own limit (another job of theirs may make room). */
   private readonly userRefusals = new WeakSet<Error>();
@@ -56,6 +65,8 @@ export class Transcoder {
     private readonly store: VodStore,
     private readonly log: Logger,
     readonly options: TranscoderOptions,
+    /** Cluster mode: the limits are counted across nodes too (see `reserve`). */
+    private readonly cluster?: Cluster,
   ) {}
 
   /** The job key of a request: the device is hashed (Device-Id headers are free text). */
@@ -76,13 +87,17 @@ export class Transcoder {
   async open(r: SessionRequest): Promise<VodSession> {
     const key = this.jobKey(r);
     const session = this.session(r);
+    const start = async () => {
+      await session.reserve();
+      session.ensureStarted();
+    };
     return this.oneAtATime(this.owner(r), async () => {
       try {
         try {
-          session.ensureStarted();
+          await start();
         } catch (err) {
           if (!this.userRefusals.has(err as Error) || !(await this.stopOtherTranscodes(r, key))) throw err;
-          session.ensureStarted();
+          await start();
         }
       } catch (err) {
         await this.dropIfUnused(r);
@@ -111,7 +126,7 @@ export class Transcoder {
   /** Stops the oldest transcode holding a slot that this user runs on this device (but `keep`); whether there was one. */
   private async stopOtherTranscodes(r: SessionRequest, keep: string): Promise<boolean> {
     const oldest = this.jobs.list()
-      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`) && this.jobs.get<VodSession>(j.key)?.data.holdsSlot)
+      .filter((j) => j.kind === JOB_KIND && j.state === 'running' && j.key !== keep && j.key.endsWith(`:${this.owner(r)}`) && (this.jobs.get<VodSession>(j.key)?.data.holdsSlot || this.jobs.get<VodSession>(j.key)?.data.reserved))
       .sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
     if (!oldest) return false;
     this.log.info({ event: 'transcode_replaced', job: oldest.key, by: keep }, 'vod transcode: replaced by a newer one of the same device');
@@ -129,6 +144,65 @@ export class Transcoder {
     };
   }
 
+  /**
+   * Cluster mode: a transcode job's place in the limits of all nodes, two leases held while
+   * the job lives: one in group `transcodes` (ffmpeg.maxTranscodes) and one in
+   * `transcodes:user:<id>` (maxTranscodesPerUser). Admins are counted, never refused, as by
+   * the local budget, which still applies on each node.
+   */
+  private reserve(r: SessionRequest, key: string): (() => Promise<{ release(): Promise<void> }>) | undefined {
+    const cluster = this.cluster;
+    if (!cluster?.enabled) return undefined;
+    const { max, perUser } = this.budget.limits;
+    const refuse = (refused: 'server' | 'user', message: string) => {
+      this.log.info({ event: 'transcode_refused', reason: refused, user: r.user.id, label: `vod:${r.itemId}`, cluster: true }, 'transcode refused: over the cluster-wide limit');
+      const err = errors.unavailable(message, REFUSAL_RETRY_AFTER);
+      if (refused === 'user') this.userRefusals.add(err);
+      return err;
+    };
+    return async () => {
+      const mine = r.user.admin ? NO_LEASE : await this.leaseIn(cluster, `transcodes:user:${r.user.id}`, perUser);
+      if (!mine) throw refuse('user', `You are already running ${perUser} transcode${perUser === 1 ? '' : 's'} (the limit per user is ${perUser}); stop another stream or try again shortly`);
+      const lease = await this.leaseIn(cluster, 'transcodes', r.user.admin ? Number.MAX_SAFE_INTEGER : max).catch(async (err: Error) => {
+        await mine.release();
+        throw err;
+      });
+      if (!lease) {
+        await mine.release();
+        throw refuse('server', `The server is running its limit of ${max} transcodes; try again shortly`);
+      }
+      return { release: async () => { await Promise.all([lease.release(), mine.release()]); } };
+    };
+  }
+
+  /**
+   * A lease in `group`, or undefined when the group is full. Named `<group>:<node>:<n>` with the
+   * lowest n this node is not using, so the leases table keeps a few rows per node, not one per job.
+   */
+  private async leaseIn(cluster: Cluster, group: string, limit: number): Promise<{ release(): Promise<void> } | undefined> {
+    let n = 0;
+    while (this.leaseNames.has(`${group}:${cluster.nodeId}:${n}`)) n++;
+    const name = `${group}:${cluster.nodeId}:${n}`;
+    this.leaseNames.add(name);
+    const lease = await cluster.take(name, { group, limit }).catch((err: Error) => {
+      this.leaseNames.delete(name);
+      throw err;
+    });
+    if (!lease) {
+      this.leaseNames.delete(name);
+      return undefined;
+    }
+    return {
+      release: async () => {
+        try {
+          await lease.release();
+        } finally {
+          this.leaseNames.delete(name);
+        }
+      },
+    };
+  }
+
   /** The running job for the request, or a new one (without ffmpeg yet). Synchronous: one job per key. */
   session(r: SessionRequest): VodSession {
     const key = this.jobKey(r);
@@ -136,7 +210,7 @@ export class Transcoder {
       const dir = path.join(this.options.workDir, `${r.itemId}-${randomBytes(6).toString('hex')}`);
       const session = new VodSession(r.itemId, r.file, r.variant, dir, this.plan(r.file, r.variant), {
         ffmpeg: this.ffmpeg, log: this.log, segmentSeconds: this.options.segmentSeconds, preset: this.options.preset,
-        keepAliveMs: Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 3)), admit: this.admit(r),
+        keepAliveMs: Math.max(100, Math.min(1000, this.options.idleTimeoutMs / 3)), admit: this.admit(r), reserve: this.reserve(r, key),
       });
       return {
         kind: JOB_KIND,
