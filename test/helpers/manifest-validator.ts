@@ -398,6 +398,13 @@ export function checkMpd(text: string): { problems: string[]; type?: string; rep
   positive('minBufferTime');
   const periods = kids(mpd, 'Period');
   if (!periods.length) problems.push('no Period');
+  if (type === 'dynamic' && periods.length) {
+    // A player starting suggestedPresentationDelay behind the clock must find a Period there: GStreamer 1.22's
+    // dashdemux fails with "Invalid manifest" ("Unable to find live period active at …") otherwise.
+    const at = (Date.parse(a.publishTime!) - Date.parse(a.availabilityStartTime!)) / 1000 - (durationSeconds(a.suggestedPresentationDelay) ?? 0);
+    const first = durationSeconds(periods[0]!.attrs.start) ?? 0;
+    if (at < first) problems.push(`publishTime − suggestedPresentationDelay is ${at.toFixed(3)} s into the presentation, before its first Period (${first.toFixed(3)} s)`);
+  }
   let lastStart = -1;
   for (const period of periods) {
     const start = durationSeconds(period.attrs.start);
