@@ -181,7 +181,8 @@ export async function run(): Promise<unknown> {
           ['antenna-vod-remux', `${host.url}${remux}`], ['ffmpeg-hls-fmp4-copy', `${files.base}/${vod.copy}`],
           ['antenna-vod-transcode', `${host.url}${transcode}`], ['ffmpeg-hls-fmp4-x264', `${files.base}/${vod.x264}`],
         ];
-        for (const [key, url] of runIndex % 2 ? cases.reverse() : cases) addVod(`${key}/${element}`, await measure(url, element));
+        // A transcode's first segment is encoded before anything plays: it gets the cold start's allowance.
+        for (const [key, url] of runIndex % 2 ? cases.reverse() : cases) addVod(`${key}/${element}`, await measure(url, element, key === 'antenna-vod-transcode' ? 20 : 0));
         for (const j of host.host.jobs.list().filter((x) => x.kind === 'vod-transcode')) await host.host.jobs.get(j.key)?.stop('bench');
       }
     }
