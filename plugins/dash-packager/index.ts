@@ -4,7 +4,7 @@
  * representation, SegmentTemplate with a SegmentTimeline. Dynamic while live
  * or growing, with the server's clock inside (UTCTiming), static once complete.
  */
-import { dashPackagerService, definePlugin, type DashPackager, type PresentationPeriod, type PresentationRepresentation } from 'antenna/sdk';
+import { dashPackagerService, definePlugin, type DashPackager, type Presentation, type PresentationPeriod, type PresentationRepresentation } from 'antenna/sdk';
 
 export const dashPackager: DashPackager = {
   contentType: 'application/dash+xml',
@@ -42,7 +42,7 @@ export const dashPackager: DashPackager = {
         // at the edge), less a second: a live presentation holds three target durations from its first
         // answer on, and a player that starts exactly that far back (GStreamer) must land inside it.
         // Start over reaches back to the time asked for: players start that far behind the clock.
-        `suggestedPresentationDelay="${seconds(Math.max(3 * targetDuration - 1, presentation.startAt === undefined ? 0 : (now - presentation.startAt) / 1000))}"`,
+        `suggestedPresentationDelay="${seconds(presentation.startAt === undefined ? liveDelay(presentation, periods, now) : Math.max(3 * targetDuration - 1, (now - presentation.startAt) / 1000))}"`,
       );
       if (type === 'live' && presentation.windowSeconds) attrs.push(`timeShiftBufferDepth="${seconds(presentation.windowSeconds)}"`);
     }
@@ -52,6 +52,20 @@ export const dashPackager: DashPackager = {
     return ['<?xml version="1.0" encoding="UTF-8"?>', `<MPD ${attrs.join(' ')}>`, ...location, ...body, ...tail, '</MPD>'].join('\n') + '\n';
   },
 };
+
+/**
+ * About three target durations less a second, but never reaching back before the first Period: GStreamer
+ * 1.22's dashdemux starts at the Period active suggestedPresentationDelay behind the clock and fails
+ * ("Invalid manifest") when there is none. A session's first segments can come in a burst (ffmpeg catching
+ * up after its probe), so its first Period may be younger than three target durations when first answered.
+ */
+function liveDelay(presentation: Presentation, periods: PresentationPeriod[], now: number): number {
+  const delay = 3 * presentation.targetDuration - 1;
+  const first = periods[0];
+  if (!first || presentation.availabilityStart === undefined) return delay;
+  const held = (now - presentation.availabilityStart) / 1000 - first.start;
+  return Math.max(0.5, Math.min(delay, held - 0.25));
+}
 
 function adaptationSet(rep: PresentationRepresentation, id: number, period: PresentationPeriod): string[] {
   const setAttrs = [`id="${id}"`, `contentType="${rep.kind}"`, `mimeType="${rep.kind}/mp4"`, 'segmentAlignment="true"', 'startWithSAP="1"'];

@@ -1,30 +1,37 @@
 /**
  * Time to first frame in GStreamer (gst-launch-1.0 playbin and playbin3, a
  * header-less player: the URL carries the key), from spawning the player to
- * the first video frame at its sink (sync=true), for:
+ * the first video frame at its sink (sync=true, so a timeline that starts late
+ * is waited for, as on a screen), for every kind of stream, in one run:
  *
  *  - live, a channel nobody watches (its session starts: tune, three segments),
  *  - live, the same channel while it runs (a second viewer),
+ *  - VOD: a remux and a transcode (720p, what play-info hands a device that
+ *    cannot decode the file's HEVC) of a 30 s 720p H.264 file, each run a new
+ *    job (another device),
  *  - a completed recording (VOD playlist of two parts' worth of segments),
  *
- * beside ffmpeg's own HLS output (MPEG-TS segments, `-c copy -f hls -hls_time 2`)
- * of the same source (test/helpers/upstream.ts: H.264/AAC realtime MPEG-TS),
- * served by a plain static server: live (its playlist running) and VOD (30 s,
- * then ENDLIST). Every case also says whether pictures kept coming after the
- * first (`flowing`: ≥ half the seconds in the next PLAYERS_BENCH_WATCH seconds).
- * Runs alternate which case goes first.
+ * beside ffmpeg's own HLS output served by a plain static server: for live and
+ * the recording, of the same source (test/helpers/upstream.ts: H.264/AAC
+ * realtime MPEG-TS; `-c copy -f hls -hls_time 2`, live with its playlist
+ * running, and VOD of 30 s then ENDLIST); for VOD, of the same file in fMP4
+ * (copied, and encoded with the same x264 settings). Every case also says
+ * whether pictures kept coming after the first (`flowing`: ≥ half the seconds
+ * in the next PLAYERS_BENCH_WATCH seconds). Runs alternate which case goes
+ * first.
  *
  *   node dist/test/bench/run.js players
  *   PLAYERS_BENCH_RUNS=3 PLAYERS_BENCH_WATCH=8 node dist/test/bench/run.js players
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestHost } from '../../sdk/testing.js';
+import { makeClip } from '../../plugins/vod/sample-media.js';
 import { playWithGstreamer, skipWithoutGstreamer } from '../helpers/gstreamer.js';
 import { FFMPEG, killGroup, startUpstream } from '../helpers/upstream.js';
 import { m3u } from '../plugins/live-tv/fixtures.js';
@@ -55,13 +62,15 @@ function summary(samples: Sample[]) {
   };
 }
 
-/** A plain static file server for ffmpeg's own HLS output. */
+const TYPES: Record<string, string> = { '.m3u8': 'application/vnd.apple.mpegurl', '.ts': 'video/mp2t', '.mp4': 'video/mp4', '.m4s': 'video/iso.segment' };
+
+/** A plain static file server for ffmpeg's own HLS output (files under `dir`). */
 async function staticServer(dir: string): Promise<{ base: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    const name = path.basename(new URL(req.url ?? '/', 'http://x').pathname);
-    const file = path.join(dir, name);
+    const file = path.join(dir, path.normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
+    if (!file.startsWith(dir + path.sep)) return void res.writeHead(404).end();
     stat(file).then((st) => {
-      res.writeHead(200, { 'content-length': st.size, 'content-type': name.endsWith('.m3u8') ? 'application/vnd.apple.mpegurl' : 'video/mp2t', 'cache-control': 'no-cache' });
+      res.writeHead(200, { 'content-length': st.size, 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
       createReadStream(file).on('error', () => res.destroy()).pipe(res);
     }, () => res.writeHead(404).end());
   });
@@ -84,9 +93,30 @@ async function ffmpegHls(input: string, dir: string, vodSeconds?: number) {
   return { stop: async () => { killGroup(child.pid); await exited; }, exited };
 }
 
+const exec = (args: string[]) => new Promise<void>((resolve, reject) => {
+  execFile(FFMPEG, ['-hide_banner', '-loglevel', 'error', ...args], { maxBuffer: 16 * 2 ** 20 }, (err, _o, stderr) => (err ? reject(new Error(`ffmpeg: ${stderr}`)) : resolve()));
+});
+
+/** The VOD file (30 s, 720p H.264, 2 s GOPs) and ffmpeg's fMP4 HLS of it: copied, and encoded as Antenna transcodes. */
+async function vodFiles(dir: string): Promise<{ movies: string; copy: string; x264: string }> {
+  const movies = path.join(dir, 'movies');
+  const plain = path.join(dir, 'ref-vod-fmp4');
+  await mkdir(movies);
+  await mkdir(path.join(plain, 'copy'), { recursive: true });
+  await mkdir(path.join(plain, 'x264'), { recursive: true });
+  const source = path.join(movies, 'Feature (2020).mkv');
+  await makeClip(exec, source, { width: 1280, height: 720, fps: 25, seconds: 30, gopSeconds: 2 });
+  const hls = ['-f', 'hls', '-hls_time', '4', '-hls_playlist_type', 'vod', '-hls_segment_type', 'fmp4'];
+  await exec(['-i', source, '-c', 'copy', ...hls, path.join(plain, 'copy', 'index.m3u8')]);
+  await exec(['-i', source, '-vf', 'scale=-2:720', '-c:v', 'libx264', '-preset', 'veryfast', '-b:v', '3500k', '-maxrate', '3500k', '-bufsize', '3500k',
+    '-force_key_frames', 'expr:gte(t,n_forced*4)', '-c:a', 'aac', '-b:a', '160k', '-ac', '2', ...hls, path.join(plain, 'x264', 'index.m3u8')]);
+  return { movies, copy: 'ref-vod-fmp4/copy/index.m3u8', x264: 'ref-vod-fmp4/x264/index.m3u8' };
+}
+
 export async function run(): Promise<unknown> {
   if (skipWithoutGstreamer) return { skipped: skipWithoutGstreamer };
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-players-bench-'));
+  const vod = await vodFiles(dir);
   const upstream = await startUpstream();
   const channelNames = Array.from({ length: RUNS * ELEMENTS.length }, (_, i) => `Cold${i}`);
   await writeFile(path.join(dir, 'tv.m3u'), m3u([...channelNames, 'Rec'].map((name, i) => ({ name, tvgId: name.toLowerCase(), chno: String(i + 1), url: `${upstream.base}/live/${name.toLowerCase()}.ts` }))));
@@ -99,8 +129,10 @@ export async function run(): Promise<unknown> {
       'm3u-tuner': { sources: [{ name: 'Main', url: path.join(dir, 'tv.m3u'), maxStreams: 50 }] },
       'xmltv-guide': { sources: [{ url: path.join(dir, 'guide.xml') }], maxAge: '100000d' },
       dvr: { path: path.join(dir, 'recordings'), prePadding: '0s', postPadding: '0s' },
+      vod: { libraries: [{ name: 'Movies', type: 'movies', paths: [vod.movies] }], initialScan: 'await' },
     },
   });
+  const files = await staticServer(dir);
   const refLiveDir = await mkdtemp(path.join(dir, 'ref-live-'));
   const refVodDir = await mkdtemp(path.join(dir, 'ref-vod-'));
   const refLive = await staticServer(refLiveDir);
@@ -134,6 +166,27 @@ export async function run(): Promise<unknown> {
       }
     }
 
+    // VOD: what play-info hands a player that cannot send headers; each run is another device, so a new job.
+    const libs: { id: number }[] = (await api('/libraries')).libraries;
+    const itemId: string = (await api(`/library/${libs[0]!.id}`)).items[0].id;
+    const onDemand: Record<string, Sample[]> = {};
+    const addVod = (key: string, s: Sample) => { (onDemand[key] ??= []).push(s); };
+    for (let runIndex = 0; runIndex < RUNS; runIndex++) {
+      for (const element of ELEMENTS) {
+        const device = await host.login('admin', host.adminPassword, { 'device-id': `bench-${runIndex}-${element}` });
+        const info = async (headers: Record<string, string>) => (await (await fetch(`${host.url}/watch/vod/${itemId}/play-info`, { headers: { authorization: `Bearer ${device}`, ...headers } })).json() as { url: string }).url;
+        const remux = await info({});
+        const transcode = await info({ 'device-max-height': '720', 'device-codecs': 'hevc' });
+        const cases: [string, string][] = [
+          ['antenna-vod-remux', `${host.url}${remux}`], ['ffmpeg-hls-fmp4-copy', `${files.base}/${vod.copy}`],
+          ['antenna-vod-transcode', `${host.url}${transcode}`], ['ffmpeg-hls-fmp4-x264', `${files.base}/${vod.x264}`],
+        ];
+        // A transcode's first segment is encoded before anything plays: it gets the cold start's allowance.
+        for (const [key, url] of runIndex % 2 ? cases.reverse() : cases) addVod(`${key}/${element}`, await measure(url, element, key === 'antenna-vod-transcode' ? 20 : 0));
+        for (const j of host.host.jobs.list().filter((x) => x.kind === 'vod-transcode')) await host.host.jobs.get(j.key)?.stop('bench');
+      }
+    }
+
     await (await vodRef).exited;
     let rec = await api(`/recordings/${created.id}`);
     for (const deadline = Date.parse(next.programme.stop) + MINUTE; Date.now() < deadline && ['scheduled', 'recording'].includes(rec.status); await sleep(1000)) {
@@ -152,6 +205,7 @@ export async function run(): Promise<unknown> {
     }
     return {
       live: Object.fromEntries(Object.entries(live).map(([k, v]) => [k, summary(v)])),
+      vod: Object.fromEntries(Object.entries(onDemand).map(([k, v]) => [k, summary(v)])),
       recording: { status: rec.status, seconds: rec.duration, ...Object.fromEntries(Object.entries(recorded).map(([k, v]) => [k, summary(v)])) },
     };
   } finally {
@@ -159,6 +213,7 @@ export async function run(): Promise<unknown> {
     await host.close();
     await refLive.close();
     await refVod.close();
+    await files.close();
     await upstream.close();
     await rm(dir, { recursive: true, force: true });
   }

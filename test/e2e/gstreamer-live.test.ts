@@ -3,8 +3,10 @@
  * header: the URL carries `api_key`, the manifests keyed URLs): the classic
  * `playbin` (hlsdemux, dashdemux) and `playbin3` (hlsdemux2) reach their
  * first frame on a channel and keep showing new ones. Each player tunes its
- * own channel, as a viewer switching on a channel nobody watches. Skipped
- * when gst-launch-1.0 is not installed.
+ * own channel, as a viewer switching on a channel nobody watches; then the
+ * classic `playbin` joins a channel that has been running for more than 30 s
+ * (its media times far from 0: issue 24 item 7 saw a frozen picture there).
+ * Skipped when gst-launch-1.0 is not installed.
  */
 import t from 'tap';
 import { createTestHost } from '../../sdk/testing.js';
@@ -14,24 +16,33 @@ import { channels, m3u, tempDir, write } from '../plugins/live-tv/fixtures.js';
 
 /** How long each player runs: the cold start (three segments) and several seconds of pictures. */
 const PLAY_SECONDS = 20;
+/** How long playbin plays a running channel: a first frame promptly, then pictures at the clock's pace. */
+const WARM_SECONDS = 12;
 
 t.test('GStreamer plays live TV without headers', { skip: skipWithoutGstreamer }, async (t) => {
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
   const dir = await tempDir(t, 'antenna-gst-');
-  const names = ['Hls', 'Hls3', 'Dash'];
+  const names = ['Hls', 'Hls3', 'Dash', 'Warm'];
   const list = await write(dir, 'tv.m3u', m3u(names.map((name, i) => ({ name, tvgId: name.toLowerCase(), chno: String(i + 1), url: `${upstream.base}/live/${name.toLowerCase()}.ts` }))));
   const host = await createTestHost({
     listen: true,
     plugins: {
       'live-tv': { initialImport: 'await', idleTimeout: '10s', readyTimeout: '30s' },
-      'm3u-tuner': { sources: [{ name: 'Main', url: list, maxStreams: 3 }] },
+      'm3u-tuner': { sources: [{ name: 'Main', url: list, maxStreams: 4 }] },
     },
   });
   t.teardown(() => host.close());
   const all = await channels(host);
   const id = (name: string) => all.find((c) => c.name === name)!.id;
   const token = encodeURIComponent(host.adminToken);
+  // Warm runs while the others play: a viewer tunes it now and keeps loading its playlist.
+  const warm = `${host.url}/watch/live/${id('Warm')}?api_key=${token}`;
+  const tunedAt = Date.now();
+  const master = await (await fetch(warm)).text();
+  const playlist = new URL(master.split('\n').find((l) => l.startsWith('/'))!, host.url).href;
+  const viewer = setInterval(() => { fetch(playlist).then((r) => r.arrayBuffer(), () => {}); }, 2000);
+  t.teardown(() => clearInterval(viewer));
   const cases: { name: string; element: 'playbin' | 'playbin3'; url: string }[] = [
     { name: 'Hls', element: 'playbin', url: `${host.url}/watch/live/${id('Hls')}?api_key=${token}` },
     { name: 'Hls3', element: 'playbin3', url: `${host.url}/watch/live/${id('Hls3')}?api_key=${token}` },
@@ -46,4 +57,17 @@ t.test('GStreamer plays live TV without headers', { skip: skipWithoutGstreamer }
     // Frames keep coming at the clock's pace: no frozen picture behind a timeline that starts late.
     t.ok(shown >= after - 4 && p.frames >= (after - 4) * 25, `${kind}: ${shown.toFixed(1)} s of pictures (${p.frames} frames) in the ${after.toFixed(1)} s after the first`);
   }
+
+  // Joining a running channel: its first frame within a few seconds (gst-launch is stopped after WARM_SECONDS),
+  // not once the pipeline clock has caught up with media times that count from the session's start.
+  for (; Date.now() - tunedAt < 32_000;) await new Promise((r) => setTimeout(r, 1000));
+  const running = (Date.now() - tunedAt) / 1000;
+  clearInterval(viewer);
+  const p = await playWithGstreamer(warm, WARM_SECONDS, 'playbin');
+  const listed = await (await fetch(playlist)).text();
+  t.comment(`running channel's playlist: ${(listed.match(/#EXT-X-DISCONTINUITY\n/g) ?? []).length} discontinuities, ${listed.split('\n').filter((l) => l.startsWith('#EXT-X-MEDIA-SEQUENCE') || l.startsWith('#EXT-X-DISCONTINUITY-SEQUENCE')).join(' ')}`);
+  t.ok(p.firstFrameMs !== null && p.firstPts !== null && p.firstPts > 20, `playbin joining a channel running for ${running.toFixed(0)} s: a first frame within ${WARM_SECONDS} s, at media time ${p.firstPts ?? '-'} s${p.firstFrameMs === null ? `; gst-launch: ${p.errors}` : ` after ${p.firstFrameMs} ms`}`);
+  const shown = p.lastPts !== null && p.firstPts !== null ? p.lastPts - p.firstPts : 0;
+  const after = p.firstFrameMs === null ? 0 : WARM_SECONDS - p.firstFrameMs / 1000;
+  t.ok(shown >= after - 3 && p.frames >= (after - 3) * 25, `playbin on the running channel: ${shown.toFixed(1)} s of pictures (${p.frames} frames) in the ${after.toFixed(1)} s after the first`);
 });

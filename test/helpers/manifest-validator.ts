@@ -291,6 +291,7 @@ async function probeInit(data: Buffer): Promise<{ codec: string; profile?: strin
   }
 }
 
+const HEVC_PROFILES: Record<number, string[]> = { 1: ['Main'], 2: ['Main 10'], 3: ['Main Still Picture'], 4: ['Rext'] };
 const H264_PROFILES: Record<number, string[]> = { 66: ['Baseline', 'Constrained Baseline'], 77: ['Main'], 88: ['Extended'], 100: ['High'], 110: ['High 10'], 122: ['High 4:2:2'], 244: ['High 4:4:4 Predictive'] };
 
 /** Every entry of CODECS matches a stream of the init segments (each with a media segment), and every stream is declared. */
@@ -307,6 +308,7 @@ export async function checkCodecs(codecs: string, media: { init: string; segment
   for (const c of declared) {
     const avc = /^avc[13]\.([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(c);
     const aac = /^mp4a\.40\.(\d+)$/.exec(c);
+    const hevc = /^(?:hvc1|hev1)\.[ABC]?(\d+)\.[0-9A-F]+\.[LH](\d+)(?:\.[0-9A-F]{1,2})*$/i.exec(c);
     if (avc) {
       const s = streams.find((x) => x.codec === 'h264');
       const profile = parseInt(avc[1], 16);
@@ -319,8 +321,13 @@ export async function checkCodecs(codecs: string, media: { init: string; segment
       const expected = s?.profile === 'HE-AAC' ? '5' : s?.profile === 'HE-AACv2' ? '29' : '2';
       if (!s) problems.push(`CODECS ${c} but no AAC stream in the init segments`);
       else if (aac[1] !== expected) problems.push(`CODECS ${c} but the init segment's AAC is ${s.profile}`);
-    } else if (/^(hvc1|hev1)\./.test(c)) {
-      if (!streams.some((x) => x.codec === 'hevc')) problems.push(`CODECS ${c} but no HEVC stream in the init segments`);
+    } else if (hevc) {
+      // hvc1.<space><profile>.<compat>.<tier><level>[.constraints]; ffprobe's level is general_level_idc.
+      const s = streams.find((x) => x.codec === 'hevc');
+      const profile = Number(hevc[1]);
+      if (!s) problems.push(`CODECS ${c} but no HEVC stream in the init segments`);
+      else if (!(HEVC_PROFILES[profile] ?? []).includes(s.profile ?? '')) problems.push(`CODECS ${c} says profile ${profile}, the init segment ${s.profile}`);
+      else if (s.level !== Number(hevc[2])) problems.push(`CODECS ${c} says level ${hevc[2]}, the init segment ${s.level}`);
     } else {
       problems.push(`CODECS entry ${c} not checked (unknown form)`);
     }
@@ -391,6 +398,13 @@ export function checkMpd(text: string): { problems: string[]; type?: string; rep
   positive('minBufferTime');
   const periods = kids(mpd, 'Period');
   if (!periods.length) problems.push('no Period');
+  if (type === 'dynamic' && periods.length) {
+    // A player starting suggestedPresentationDelay behind the clock must find a Period there: GStreamer 1.22's
+    // dashdemux fails with "Invalid manifest" ("Unable to find live period active at …") otherwise.
+    const at = (Date.parse(a.publishTime!) - Date.parse(a.availabilityStartTime!)) / 1000 - (durationSeconds(a.suggestedPresentationDelay) ?? 0);
+    const first = durationSeconds(periods[0]!.attrs.start) ?? 0;
+    if (at < first) problems.push(`publishTime − suggestedPresentationDelay is ${at.toFixed(3)} s into the presentation, before its first Period (${first.toFixed(3)} s)`);
+  }
   let lastStart = -1;
   for (const period of periods) {
     const start = durationSeconds(period.attrs.start);

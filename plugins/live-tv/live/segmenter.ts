@@ -9,6 +9,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { MediaRepresentation } from 'antenna/sdk';
+import { hevcCodecOfInit } from './init-codec.js';
 
 /**
  * Output arguments writing `manifest.mpd`, `init-stream<n>.mp4` and
@@ -58,6 +59,8 @@ const FIRST_WAIT_SEGMENTS = 3;
 export class SegmenterOutput {
   private version = '';
   private taken = 0;
+  /** Codec strings read from init segments, by init file (ffmpeg names HEVC bare). */
+  private readonly codecs = new Map<string, string>();
 
   constructor(private readonly dir: string, private readonly offsetSeconds: number) {}
 
@@ -84,20 +87,33 @@ export class SegmenterOutput {
         const s = rep.segments.find((x) => x.number === number);
         if (!s) continue; // scrolled out of ffmpeg's window before it was seen: passed over
         const { initialization, media, segments: _s, ...info } = rep;
+        const init = path.join(this.dir, templateFile(initialization, rep.id));
         // ffmpeg's MPD counts the offset in, and starts the first segment before 0 by what the
         // init segment's edit list trims (AAC priming, B-frame delay); the files' times start at 0.
         const t = s.t - this.offsetSeconds * rep.timescale;
         slot.push({
-          rep: info, number, duration: s.d + Math.min(0, t),
+          rep: { ...info, codecs: await this.codecOf(info.codecs, init) }, number, duration: s.d + Math.min(0, t),
           start: Math.max(0, t),
           file: path.join(this.dir, templateFile(media, rep.id, number)),
-          init: path.join(this.dir, templateFile(initialization, rep.id)),
+          init,
         });
       }
       if (slot.length === reps.length) slots.push(slot);
     }
     this.taken = Math.max(this.taken, upTo);
     return slots;
+  }
+
+  /** ffmpeg's codec string, completed from the init segment where it is a bare `hvc1`/`hev1`. */
+  private async codecOf(codecs: string, init: string): Promise<string> {
+    if (!/^(hvc1|hev1)$/.test(codecs)) return codecs;
+    let full = this.codecs.get(init);
+    if (!full) {
+      full = hevcCodecOfInit(await readFile(init).catch(() => Buffer.alloc(0)), codecs);
+      if (!full) return codecs;
+      this.codecs.set(init, full);
+    }
+    return full;
   }
 }
 

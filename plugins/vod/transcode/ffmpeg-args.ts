@@ -22,9 +22,15 @@
  *   its first presentation time, and encoded AAC, whose encoder delay (1024
  *   samples of priming) would start it 21 ms before 0, is delayed by that
  *   much in every run.
+ * - encoded audio (48 kHz AAC) is on one grid of 1024-sample frames from the
+ *   file's start in every run: a run from a segment boundary reads the audio
+ *   (a second opening of the file) from a frame of that grid a little before
+ *   it (audioLeadIn), and the segmenter gives each segment the frames that
+ *   start within it, so segments from different runs meet without a gap or
+ *   an overlap.
  * - transcoding forces keyframes at multiples of segmentSeconds counted from
- *   the run's start, which is always such a multiple: every run puts them at
- *   the same frames (the first frame at or after k × segmentSeconds).
+ *   the run's first segment, which is always such a multiple: every run puts
+ *   them at the same frames (the first frame at or after k × segmentSeconds).
  */
 import type { MediaInfo } from '../model.js';
 import type { Variant } from './variant.js';
@@ -34,6 +40,12 @@ export const AUDIO_BITRATE = 160_000;
 
 /** Samples of encoder delay ffmpeg's AAC encoder puts before the first input sample. */
 const AAC_PRIMING = 1024;
+
+/** Encoded AAC's sample rate: fixed, so its 1024-sample frames fall on one grid known before a run starts. */
+export const AAC_RATE = 48_000;
+
+/** Seconds of one AAC frame (1024 samples). */
+const AAC_FRAME = 1024 / AAC_RATE;
 
 /** x264's VBV buffer, in seconds at maxrate: over any stretch of t seconds a transcode holds at most maxrate × (t + this). */
 export const VBV_SECONDS = 1;
@@ -61,14 +73,26 @@ const SEEK_BACK = 3 / 23;
  * -ss for a run from `start` (a segment boundary). Transcoding: exactly there (frames before it are
  * decoded and dropped). Remux: just past ffmpeg's step back, yet before the next keyframe, so the seek
  * lands on the segment's own keyframe rather than the one before (a GOP less to copy before the first
- * segment). Audio-only (video copied, audio decoded): a hair before the keyframe, as decoded audio starts
- * exactly at -ss and must not begin after the video.
+ * segment). Audio-only (video copied, audio decoded): a hair before the keyframe. Encoded audio after a seek is
+ * read from its own opening of the file (audioLeadIn).
  */
 export function seekOf(variant: Variant, start: number, nextKeyframe = Number.POSITIVE_INFINITY): number {
   if (start <= 0) return 0;
   if (variant.method === 'transcode') return start;
   if (variant.method === 'remux') return Math.min(start + SEEK_BACK + 0.01, Math.max(start, nextKeyframe - 0.01));
   return Math.max(0, start - 0.01);
+}
+
+/**
+ * The AAC frame (of 1024 samples at AAC_RATE, counted from the file's start) where a run that
+ * encodes audio from segment boundary `start` begins reading it: two frames before the first one at or
+ * after the boundary. The encoder's packets then fall on the same grid as a run from 0's, so the
+ * segmenter gives each segment the same frames whichever run made it; the two lead-in packets (the
+ * encoder's priming, then a real frame that primes its overlap) belong to the segment before and are
+ * dropped.
+ */
+export function audioLeadIn(start: number): number {
+  return Math.max(0, Math.ceil(start / AAC_FRAME - 1e-6) - 2);
 }
 
 export function runArgs(o: RunArgs): string[] {
@@ -82,16 +106,15 @@ export function runArgParts(o: RunArgs): { input: string[]; codecs: string[]; ou
   const video = info.video;
   const audio = variant.audio === null ? undefined : info.audio[variant.audio];
   const ss = seekOf(variant, o.start, o.nextKeyframe);
-  const input = [
-    '-loglevel', 'warning',
-    // The file was probed at scan time: a short probe gets the first packets out sooner.
-    '-analyzeduration', '2000000', '-probesize', '5000000',
-    ...(ss > 0 ? ['-ss', seconds(ss)] : []),
-    '-i', o.input,
-  ];
+  // The file was probed at scan time: a short probe gets the first packets out sooner.
+  const open = (at: number) => ['-analyzeduration', '2000000', '-probesize', '5000000', ...(at > 0 ? ['-ss', seconds(at)] : []), '-i', o.input];
+  const encodesAudio = !!audio && variant.method !== 'remux';
+  // Encoded audio after a seek is read from a second opening of the file, from its lead-in frame.
+  const leadIn = encodesAudio && ss > 0 ? audioLeadIn(o.start) : undefined;
+  const input = ['-loglevel', 'warning', ...open(ss), ...(leadIn !== undefined ? open(leadIn * AAC_FRAME) : [])];
   const codecs = [
     ...(video ? ['-map', `0:${video.index}`] : []),
-    ...(audio ? ['-map', `0:${audio.index}`] : []),
+    ...(audio ? ['-map', `${leadIn !== undefined ? 1 : 0}:${audio.index}`] : []),
     // Chapters would become a text track, metadata is of no use to a player.
     '-map_metadata', '-1', '-map_chapters', '-1',
   ];
@@ -99,7 +122,14 @@ export function runArgParts(o: RunArgs): { input: string[]; codecs: string[]; ou
   if (audio) {
     if (variant.method === 'remux') codecs.push('-c:a', 'copy', ...(audio.codec === 'aac' ? ['-bsf:a', 'aac_adtstoasc'] : []));
     // -ac 2 downmixes with swresample's default matrix (centre and surrounds at −3 dB, LFE dropped).
-    else codecs.push('-af', `asetpts=PTS+${AAC_PRIMING}/SR/TB`, '-c:a', 'aac', '-b:a', String(AUDIO_BITRATE), '-ac', '2');
+    else {
+      // Samples from the first one read, resampled to AAC_RATE with timestamps counted sample by sample
+      // (a stream starting a little after the file's start is padded to it), then put where that sample
+      // goes on the output's timeline (which -output_ts_offset moves by ss, rounded to a sample), behind
+      // the encoder's priming.
+      const first = (leadIn ?? 0) * 1024 - Math.round(Math.round(ss * 1e6) * AAC_RATE / 1e6);
+      codecs.push('-af', `aresample=${AAC_RATE}:async=1:first_pts=0,asetpts=PTS+${AAC_PRIMING + first}`, '-c:a', 'aac', '-b:a', String(AUDIO_BITRATE), '-ac', '2');
+    }
   }
   codecs.push(
     '-max_muxing_queue_size', '4096',

@@ -76,7 +76,7 @@ export interface TrackInfo {
   sampleRate?: number;
 }
 
-interface TrexDefaults { duration: number; size: number }
+interface TrexDefaults { duration: number; size: number; flags: number }
 
 export interface InitInfo {
   tracks: TrackInfo[];
@@ -100,7 +100,7 @@ export function splitInit(ftyp: Buffer, moov: Buffer): InitInfo {
   for (const t of mvexKids.filter((b) => b.type === 'trex')) {
     const id = moov.readUInt32BE(t.body + 4);
     trexOf.set(id, t);
-    defaults.set(id, { duration: moov.readUInt32BE(t.body + 12), size: moov.readUInt32BE(t.body + 16) });
+    defaults.set(id, { duration: moov.readUInt32BE(t.body + 12), size: moov.readUInt32BE(t.body + 16), flags: moov.readUInt32BE(t.body + 20) });
   }
   const mehd = mvexKids.find((b) => b.type === 'mehd');
   const tracks: TrackInfo[] = [];
@@ -299,6 +299,18 @@ export interface TrackFragment {
   samples: number;
   /** A standalone moof + mdat holding only this track. */
   bytes: Buffer;
+  /** Its samples one by one (decode times in the track timescale), for regrouping them elsewhere. */
+  list: Sample[];
+}
+
+export interface Sample {
+  /** Decode time (track timescale). */
+  time: number;
+  duration: number;
+  flags: number;
+  /** Composition time offset (pts − dts). */
+  offset: number;
+  data: Buffer;
 }
 
 /**
@@ -324,15 +336,18 @@ export function splitFragment(buf: Buffer, defaults: Map<number, TrexDefaults>):
     const trackId = buf.readUInt32BE(tfhd.body + 4);
     let q = tfhd.body + 8;
     if (tfhdFlags & 0x02) q += 4;
-    const trex = defaults.get(trackId) ?? { duration: 0, size: 0 };
+    const trex = defaults.get(trackId) ?? { duration: 0, size: 0, flags: 0 };
     const defaultDuration = tfhdFlags & 0x08 ? buf.readUInt32BE(q) : trex.duration;
     if (tfhdFlags & 0x08) q += 4;
     const defaultSize = tfhdFlags & 0x10 ? buf.readUInt32BE(q) : trex.size;
+    if (tfhdFlags & 0x10) q += 4;
+    const defaultFlags = tfhdFlags & 0x20 ? buf.readUInt32BE(q) : trex.flags;
     const baseTime = buf[tfdt.body] === 1 ? Number(buf.readBigUInt64BE(tfdt.body + 4)) : buf.readUInt32BE(tfdt.body + 4);
 
     let duration = 0;
     let samples = 0;
     let firstOffset: number | undefined;
+    const list: Sample[] = [];
     const runs: { box: Box; dataOffset: number; size: number }[] = [];
     for (const trun of parts.filter((b) => b.type === 'trun')) {
       const version = buf[trun.body]!;
@@ -340,16 +355,24 @@ export function splitFragment(buf: Buffer, defaults: Map<number, TrexDefaults>):
       if (!(flags & 0x01)) throw new Error('mp4: trun without a data offset');
       const count = buf.readUInt32BE(trun.body + 4);
       const dataOffset = buf.readInt32BE(trun.body + 8);
+      const firstFlags = flags & 0x04 ? buf.readUInt32BE(trun.body + 12) : undefined;
       let r = trun.body + 12 + (flags & 0x04 ? 4 : 0);
       let size = 0;
       for (let i = 0; i < count; i++) {
-        if (flags & 0x100) { duration += buf.readUInt32BE(r); r += 4; } else duration += defaultDuration;
-        if (flags & 0x200) { size += buf.readUInt32BE(r); r += 4; } else size += defaultSize;
-        if (flags & 0x400) r += 4;
+        const sample = { time: baseTime + duration, duration: defaultDuration, size: defaultSize, flags: i === 0 && firstFlags !== undefined ? firstFlags : defaultFlags, offset: 0 };
+        if (flags & 0x100) { sample.duration = buf.readUInt32BE(r); r += 4; }
+        if (flags & 0x200) { sample.size = buf.readUInt32BE(r); r += 4; }
+        if (flags & 0x400) { sample.flags = buf.readUInt32BE(r); r += 4; }
         if (flags & 0x800) {
-          if (firstOffset === undefined) firstOffset = version === 1 ? buf.readInt32BE(r) : buf.readUInt32BE(r);
+          sample.offset = version === 1 ? buf.readInt32BE(r) : buf.readUInt32BE(r);
+          firstOffset ??= sample.offset;
           r += 4;
         }
+        const from = moof.start + dataOffset + size;
+        if (from + sample.size > buf.length) throw new Error('mp4: sample data outside the fragment');
+        list.push({ time: sample.time, duration: sample.duration, flags: sample.flags, offset: sample.offset, data: buf.subarray(from, from + sample.size) });
+        duration += sample.duration;
+        size += sample.size;
       }
       if (firstOffset === undefined && count > 0) firstOffset = 0;
       samples += count;
@@ -372,9 +395,44 @@ export function splitFragment(buf: Buffer, defaults: Map<number, TrexDefaults>):
       offset += run.size;
     });
     const moofOut = box('moof', slice(buf, mfhd), box('traf', ...trafParts));
-    out.push({ trackId, baseTime, firstOffset: firstOffset ?? 0, duration, samples, bytes: Buffer.concat([moofOut, box('mdat', ...data)]) });
+    out.push({ trackId, baseTime, firstOffset: firstOffset ?? 0, duration, samples, bytes: Buffer.concat([moofOut, box('mdat', ...data)]), list });
   }
   return out;
+}
+
+/**
+ * One track's moof + mdat from samples (back to back from the first one's decode time): lets a
+ * segment hold exactly the samples that start within its bounds, wherever ffmpeg cut its fragments.
+ */
+export function buildFragment(trackId: number, sequence: number, samples: readonly Sample[]): Buffer {
+  const full = (type: string, version: number, flags: number, ...content: Buffer[]) => {
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(((version << 24) | flags) >>> 0);
+    return box(type, head, ...content);
+  };
+  const u32 = (...values: number[]) => {
+    const b = Buffer.alloc(4 * values.length);
+    values.forEach((v, i) => b.writeUInt32BE(v >>> 0, 4 * i));
+    return b;
+  };
+  const signed = samples.some((x) => x.offset !== 0);
+  const tfdt = Buffer.alloc(8);
+  tfdt.writeBigUInt64BE(BigInt(samples[0]?.time ?? 0));
+  const table = Buffer.alloc(samples.length * (signed ? 16 : 12));
+  samples.forEach((x, i) => {
+    const at = i * (signed ? 16 : 12);
+    table.writeUInt32BE(x.duration, at);
+    table.writeUInt32BE(x.data.length, at + 4);
+    table.writeUInt32BE(x.flags >>> 0, at + 8);
+    if (signed) table.writeInt32BE(x.offset, at + 12);
+  });
+  // data-offset, duration, size, flags (and composition offsets, signed: trun version 1).
+  const trunFlags = 0x001 | 0x100 | 0x200 | 0x400 | (signed ? 0x800 : 0);
+  const build = (dataOffset: number) => box('moof',
+    full('mfhd', 0, 0, u32(sequence)),
+    box('traf', full('tfhd', 0, 0x020000, u32(trackId)), full('tfdt', 1, 0, tfdt), full('trun', signed ? 1 : 0, trunFlags, u32(samples.length), u32(dataOffset), table)));
+  const moofSize = build(0).length;
+  return Buffer.concat([build(moofSize + 8), box('mdat', ...samples.map((x) => x.data))]);
 }
 
 /* -------------------------------------------------------------- stream */

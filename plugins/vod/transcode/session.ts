@@ -24,7 +24,7 @@ import type { Readable } from 'node:stream';
 import { errors, type FfmpegProcess, type FfmpegService, type Logger, type TranscodeSlot } from 'antenna/sdk';
 import type { MediaFile } from '../model.js';
 import { runArgs } from './ffmpeg-args.js';
-import { BoxReader, splitFragment, splitInit, type InitInfo, type TrackFragment, type TrackInfo } from './fmp4.js';
+import { BoxReader, buildFragment, splitFragment, splitInit, type InitInfo, type Sample, type TrackFragment, type TrackInfo } from './fmp4.js';
 import { FILES } from './manifests.js';
 import { nextKeyframe, segmentAt, segmentCount } from './segment-plan.js';
 import { tokenOf, type Variant } from './variant.js';
@@ -66,8 +66,16 @@ interface Run {
   stopping?: boolean;
 }
 
-/** A segment being assembled from fragments: the reference track's first start and last end, seconds. */
-interface Pending { index: number; parts: Map<number, Buffer[]>; start: number; end: number }
+/**
+ * A segment being assembled: the video fragments that start in it, and the audio samples that start
+ * in it (ffmpeg puts the last audio frames before a keyframe into the next fragment, and a restarted run
+ * starts elsewhere: sample by sample, every run gives a segment the same frames). `start` and `end`
+ * (seconds) are the reference track's (video, or audio without video).
+ */
+interface Pending { index: number; video: Buffer[]; audio: Sample[]; start?: number; end: number }
+
+/** The segments a run has open (in order) and how far its audio has come (seconds). */
+interface Assembly { open: Pending[]; audioEnd: number }
 
 /** Requests wait for segments up to this long (then 503 with Retry-After; players retry). */
 const SEGMENT_WAIT_MS = 60_000;
@@ -81,6 +89,8 @@ const AHEAD_SEGMENTS = 3;
 const RUN_AHEAD_SECONDS = 120;
 /** Timestamps are rounded to the stream's time base: boundaries match within this (seconds). */
 const TOLERANCE = 0.004;
+/** Audio samples start exactly on their track's time base: a sample starting this close before a boundary is after it. */
+const SAMPLE_TOLERANCE = 1e-6;
 /** A segment's samples must reach its end boundary within this (a millisecond time base rounds every frame's duration). */
 const END_TOLERANCE = 0.015;
 /** After this many runs in a row failed without a segment, requests get 503 for a while instead of another start. */
@@ -277,9 +287,9 @@ export class VodSession {
     this.live.add(proc);
     this.options.log.info({ event: 'transcode_start', item: itemId, variant: tokenOf(variant), method: variant.method, startSegment: run.start, startSeconds: start, pid: proc.pid }, 'vod transcode started');
     let consumeError: Error | undefined;
-    let pending: Pending | undefined;
+    let assembly: Assembly | undefined;
     try {
-      pending = await this.consume(run, proc.stdout!);
+      assembly = await this.consume(run, proc.stdout!);
     } catch (err) {
       consumeError = err as Error;
       void proc.stop();
@@ -291,8 +301,10 @@ export class VodSession {
     // Stopped on purpose: it caught up with segments an earlier run made.
     if (exit.expected) return this.endRun(run, 'stopped');
     if (exit.code !== 0) return this.endRun(run, 'failed', summarize(exit.stderrTail, exit.code, exit.signal));
-    // The last segment ends where the file does: complete when ffmpeg ended cleanly.
-    if (pending && pending.index === this.count - 1 && this.starts(pending)) await this.write(run, pending);
+    // The last segment ends where the file does: complete when ffmpeg ended cleanly (and so is the audio of any before it).
+    for (const seg of assembly?.open ?? []) {
+      if ((seg.index === this.count - 1 || this.videoReached(seg)) && this.starts(seg)) await this.write(run, seg);
+    }
     this.endRun(run, 'eof');
   }
 
@@ -315,13 +327,13 @@ export class VodSession {
     this.notify();
   }
 
-  /** Reads a run's stdout into segments; returns the segment still open at the end. */
-  private async consume(run: Run, stdout: Readable): Promise<Pending | undefined> {
+  /** Reads a run's stdout into segments; returns the segments still open at the end. */
+  private async consume(run: Run, stdout: Readable): Promise<Assembly | undefined> {
     const reader = new BoxReader();
     let ftyp: Buffer = Buffer.alloc(0);
     let init: InitInfo | undefined;
     let moof: Buffer | undefined;
-    let pending: Pending | undefined;
+    const assembly: Assembly = { open: [], audioEnd: 0 };
     const ahead = Math.ceil(RUN_AHEAD_SECONDS / this.options.segmentSeconds);
     for await (const chunk of stdout as AsyncIterable<Buffer>) {
       while (this.run === run && !this.closed && !run.stopping && run.position > this.wanted + ahead) await this.nextChange();
@@ -334,13 +346,13 @@ export class VodSession {
         else if (b.type === 'mdat') {
           if (!moof || !init) throw new Error('ffmpeg wrote media data before its headers');
           const plan = await this.plan;
-          pending = await this.fragment(run, plan, init, splitFragment(Buffer.concat([moof, b.bytes]), init.defaults), pending);
+          await this.fragment(run, plan, init, splitFragment(Buffer.concat([moof, b.bytes]), init.defaults), assembly);
           moof = undefined;
         }
         if (this.run !== run || this.closed || run.stopping) return undefined;
       }
     }
-    return pending;
+    return assembly;
   }
 
   private async saveInit(ftyp: Buffer, moov: Buffer): Promise<InitInfo> {
@@ -357,43 +369,76 @@ export class VodSession {
     return init;
   }
 
-  /** Adds a fragment to the segment its start falls in; writes segments as they complete. */
-  private async fragment(run: Run, plan: Plan, init: InitInfo, parts: TrackFragment[], pending: Pending | undefined): Promise<Pending | undefined> {
+  /**
+   * Adds a fragment to the segments it belongs to: its video to the one its start falls in, each audio
+   * sample to the one it starts in. Writes segments, in order, once their video and the run's audio
+   * have reached their end.
+   */
+  private async fragment(run: Run, plan: Plan, init: InitInfo, parts: TrackFragment[], assembly: Assembly): Promise<void> {
     const video = init.tracks.find((t) => t.kind === 'video');
     const audio = init.tracks.find((t) => t.kind === 'audio');
-    const refTrack = video ?? audio;
-    const ref = parts.find((p) => p.trackId === refTrack?.id);
-    if (!ref || !refTrack) return pending;
-    const ts = refTrack.timescale;
-    const startPts = (ref.baseTime + ref.firstOffset) / ts;
-    const endPts = (ref.baseTime + ref.duration + (video ? ref.firstOffset : 0)) / ts;
-    const k = segmentAt(plan.bounds, startPts, TOLERANCE);
-    // Before the run's first segment: the seek landed on an earlier keyframe.
-    if (k < run.start) return pending;
-    if (pending && k < pending.index) {
-      this.options.log.warn({ item: this.itemId, segment: k, after: pending.index }, 'vod transcode: a fragment went back in time; dropped');
-      return pending;
+    const { bounds } = plan;
+    const open = (k: number, at: number | undefined): Pending | undefined => {
+      // Before the run's first segment (the seek landed earlier, audio's lead-in), or one it finished.
+      if (k < run.position) return undefined;
+      let seg = assembly.open.find((x) => x.index === k);
+      if (!seg) {
+        const expected = (assembly.open[assembly.open.length - 1]?.index ?? run.position - 1) + 1;
+        if (k < expected) return undefined;
+        if (k > expected) this.options.log.warn({ item: this.itemId, missing: [expected, k - 1] }, 'vod transcode: segments without a keyframe at their start');
+        seg = { index: k, video: [], audio: [], start: at, end: at ?? 0 };
+        assembly.open.push(seg);
+      }
+      seg.start ??= at;
+      return seg;
+    };
+    const v = video && parts.find((p) => p.trackId === video.id);
+    if (v && video) {
+      const startPts = (v.baseTime + v.firstOffset) / video.timescale;
+      const k = segmentAt(bounds, startPts, TOLERANCE);
+      if (assembly.open.some((x) => x.index > k && x.video.length)) {
+        this.options.log.warn({ item: this.itemId, segment: k }, 'vod transcode: a fragment went back in time; dropped');
+      } else {
+        // Video moving on to a later segment leaves the ones before it without the rest of their frames.
+        for (const seg of assembly.open.filter((x) => x.index < k && !this.videoReached(x))) {
+          this.incomplete(seg, 'its samples stop before its end');
+          assembly.open.splice(assembly.open.indexOf(seg), 1);
+        }
+        const seg = open(k, startPts);
+        if (seg) {
+          seg.video.push(v.bytes);
+          seg.end = Math.max(seg.end, (v.baseTime + v.duration + v.firstOffset) / video.timescale);
+        }
+      }
     }
-    if (pending && k > pending.index) {
-      this.incomplete(pending, 'its samples stop before its end');
-      pending = undefined;
+    const a = audio && parts.find((p) => p.trackId === audio.id);
+    if (a && audio) {
+      for (const sample of a.list) {
+        const t = sample.time / audio.timescale;
+        const end = t + sample.duration / audio.timescale;
+        assembly.audioEnd = Math.max(assembly.audioEnd, end);
+        const seg = open(segmentAt(bounds, t, SAMPLE_TOLERANCE), video ? undefined : t);
+        if (!seg) continue;
+        seg.audio.push(sample);
+        if (!video) seg.end = Math.max(seg.end, end);
+      }
     }
-    if (!pending) {
-      if (k > run.position) this.options.log.warn({ item: this.itemId, missing: [run.position, k - 1] }, 'vod transcode: segments without a keyframe at their start');
-      pending = { index: k, parts: new Map(), start: startPts, end: startPts };
+    // Complete segments go out in order; the last one waits for the end of the file.
+    while (assembly.open.length) {
+      const seg = assembly.open[0]!;
+      const next = bounds[seg.index + 1]!;
+      if (seg.index + 1 >= bounds.length - 1 || !this.videoReached(seg) || (audio && assembly.audioEnd < next - END_TOLERANCE)) break;
+      assembly.open.shift();
+      if (this.starts(seg)) await this.write(run, seg);
+      else this.incomplete(seg, 'its samples start after its boundary');
+      if (this.run !== run || run.stopping) return;
     }
-    for (const p of parts) {
-      const list = pending.parts.get(p.trackId) ?? [];
-      list.push(p.bytes);
-      pending.parts.set(p.trackId, list);
-    }
-    pending.end = Math.max(pending.end, endPts);
-    if (k + 1 < plan.bounds.length - 1 && pending.end >= plan.bounds[k + 1]! - END_TOLERANCE) {
-      if (this.starts(pending)) await this.write(run, pending);
-      else this.incomplete(pending, 'its samples start after its boundary');
-      return undefined;
-    }
-    return pending;
+  }
+
+  /** Whether a segment's reference track (video, or audio without video) reaches its end boundary. */
+  private videoReached(seg: Pending): boolean {
+    const bounds = this.planValue?.bounds;
+    return !!bounds && seg.start !== undefined && seg.end >= bounds[seg.index + 1]! - END_TOLERANCE;
   }
 
   /**
@@ -404,7 +449,7 @@ export class VodSession {
   private starts(seg: Pending): boolean {
     const plan = this.planValue;
     if (!plan?.keyframes || this.variant.method === 'transcode') return true;
-    return seg.start <= nextKeyframe(plan.keyframes, plan.bounds[seg.index]! - 2 * TOLERANCE, 0) + TOLERANCE;
+    return seg.start !== undefined && seg.start <= nextKeyframe(plan.keyframes, plan.bounds[seg.index]! - 2 * TOLERANCE, 0) + TOLERANCE;
   }
 
   /** A segment this run could not make whole is left unwritten: the next request for it restarts ffmpeg there. */
@@ -419,7 +464,7 @@ export class VodSession {
     // A segment is written once: another run's copy of it is the same frames, or fewer.
     if (!this.done.has(seg.index)) {
       for (const [track, info] of [['v', tracks.video], ['a', tracks.audio]] as const) {
-        if (info) await this.atomicWrite(FILES.segment(track, seg.index), seg.parts.get(info.id) ?? []);
+        if (info) await this.atomicWrite(FILES.segment(track, seg.index), track === 'v' ? seg.video : seg.audio.length ? [buildFragment(info.id, seg.index + 1, seg.audio)] : []);
       }
       this.done.add(seg.index);
       run.produced++;

@@ -92,6 +92,16 @@ t.test('start over: EXT-X-START back to the time asked for, a DASH delay that re
   t.match(dashPackager.mpd(live), /suggestedPresentationDelay="PT5\.000S"/, 'without startAt: three target durations less a second');
 });
 
+t.test('DASH: a first Period younger than the usual delay: the delay stays inside it (GStreamer starts there)', async (t) => {
+  // Three segments that came in a burst: the Period starts 2.5 s before publishTime, not 6 s.
+  const young: Presentation = { ...live, now: AST + 10_000, periods: [{ ...live.periods[1]!, start: 7.5 }] };
+  const text = dashPackager.mpd(young);
+  t.match(text, /suggestedPresentationDelay="PT2\.250S"/, 'what the Period holds, less a quarter second');
+  t.strictSame(checkMpd(text).problems, [], 'the validator finds a Period suggestedPresentationDelay behind publishTime');
+  const before = checkMpd(text.replace('suggestedPresentationDelay="PT2.250S"', 'suggestedPresentationDelay="PT5.000S"'));
+  t.match(before.problems, [/publishTime − suggestedPresentationDelay is 5\.000 s into the presentation, before its first Period \(7\.500 s\)/], 'the usual 5 s would reach back before it');
+});
+
 t.test('the validator catches what players trip over', async (t) => {
   const media = (head: string[], body: string[]) => ['#EXTM3U', ...head, ...body].join('\n');
   const seg = (d: string, uri = 's.m4s') => [`#EXTINF:${d},`, uri];

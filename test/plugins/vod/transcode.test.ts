@@ -16,7 +16,7 @@ import { Writable } from 'node:stream';
 import * as HLS from 'hls-parser';
 import pino from 'pino';
 import type { TestHost } from '../../../sdk/testing.js';
-import { seekOf } from '../../../plugins/vod/transcode/ffmpeg-args.js';
+import { audioLeadIn, seekOf } from '../../../plugins/vod/transcode/ffmpeg-args.js';
 import { BoxReader, esdsCodec, hevcCodec, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
 import { parseFramecrc } from '../../../plugins/vod/transcode/keyframes.js';
 import { parseJobFile, segmentDurations } from '../../../plugins/vod/transcode/manifests.js';
@@ -69,7 +69,10 @@ t.test('segment plans', async (t) => {
 t.test('where a restarted run seeks', async (t) => {
   const v = (method: 'remux' | 'audio-only' | 'transcode') => ({ version: 0, method, height: 0, videoKbps: 0, audio: 0, fingerprint: '0123abcd' });
   t.equal(seekOf(v('transcode'), 40), 40, 'transcode: exactly at the boundary (frames before it are decoded and dropped)');
-  t.equal(seekOf(v('audio-only'), 40), 39.99, 'audio-only: a hair before the keyframe (decoded audio starts exactly at -ss)');
+  t.equal(seekOf(v('audio-only'), 40), 39.99, 'audio-only: a hair before the keyframe');
+  t.equal(audioLeadIn(40), 1873, 'encoded audio: read from two AAC frames before the boundary (40 s is frame 1875 at 48 kHz)');
+  t.equal(audioLeadIn(4.01), 186, 'a boundary off the grid: two frames before the first one after it');
+  t.equal(audioLeadIn(0.01), 0, 'never before the start');
   const remux = seekOf(v('remux'), 40, 42);
   t.ok(remux - 3 / 23 >= 40 && remux < 42, `remux: past ffmpeg's B-frame step back, before the next keyframe (${remux})`);
   t.ok(seekOf(v('remux'), 40, 40.04) < 40.04, 'remux: never at or past the next keyframe');
