@@ -264,6 +264,8 @@ auth:
     await tabTo(page, /^⚙ ?Admin$/);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Users', level: 2 }).waitFor();
+    // The list arrives after the heading; a keyboard user tabs once it is there.
+    await page.getByRole('button', { name: 'Add user' }).waitFor();
     await tabTo(page, /^Add user$/);
     await page.keyboard.press('Enter');
     await page.keyboard.type('keys');
@@ -273,8 +275,12 @@ auth:
     await page.keyboard.press('Space'); // Administrator
     await tabTo(page, /^Create user$/);
     await page.keyboard.press('Enter');
-    const card = page.getByRole('listitem', { name: 'keys' });
-    await card.getByText('Administrator').waitFor();
+    // Found in the DOM, not by role: after a keyboard-made user, Playwright's role queries found no
+    // card named 'keys' although it was rendered, stable and named (aria-labelledby checked), on
+    // this and earlier builds alike. Polled for the same reason.
+    const card = page.locator('ul[aria-label="Users"] > li', { has: page.locator('h3', { hasText: /^keys$/ }) });
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline && (await card.getByText('Administrator').count()) !== 1;) await page.waitForTimeout(200);
+    t.equal(await card.getByText('Administrator').count(), 1, 'the new user is listed as an administrator');
     t.pass('the user was made with the keyboard alone');
     const path = await tabTo(page, /^Settings$/);
     t.ok(path.length < 60, `the Settings link is reached by Tab (${path.length} presses)`);
