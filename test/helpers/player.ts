@@ -13,10 +13,14 @@ export const playerPids = new Set<number>();
 /**
  * Decodes the first video stream of `url` for at most `limit` seconds and
  * reports how many seconds of video it decoded (framemd5 durations).
+ * `acrossDiscontinuities`: keeps frames whose timestamps go back, as a player that honours
+ * EXT-X-DISCONTINUITY does (RFC 8216 §4.3.2.3 lets the timestamp sequence change there);
+ * ffmpeg's HLS reader ignores the tag and its frame-rate sync would drop them.
  */
-export function decode(url: string, limit: number, timeoutMs = 60_000): Promise<Decoded> {
+export function decode(url: string, limit: number, timeoutMs = 60_000, options: { acrossDiscontinuities?: boolean } = {}): Promise<Decoded> {
   return new Promise((resolve) => {
-    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', '-t', String(limit), '-f', 'framemd5', '-'], {
+    const sync = options.acrossDiscontinuities ? ['-vsync', 'passthrough'] : [];
+    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', ...sync, '-t', String(limit), '-f', 'framemd5', '-'], {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     });
     if (child.pid) playerPids.add(child.pid);
