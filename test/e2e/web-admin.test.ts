@@ -268,6 +268,8 @@ auth:
     await page.getByRole('button', { name: 'Add user' }).waitFor();
     await tabTo(page, /^Add user$/);
     await page.keyboard.press('Enter');
+    // The form focuses its first field once it has rendered: type after that, as a person would.
+    await page.waitForFunction(() => document.activeElement?.closest('label')?.textContent?.startsWith('Username'));
     await page.keyboard.type('keys');
     await page.keyboard.press('Tab');
     await page.keyboard.type('keyboard-password');
