@@ -68,7 +68,9 @@ t.test('a recording with three nodes, through a SIGKILL of the node recording it
 
   let holder: NodeProcess | undefined;
   t.test('it starts on one node: one lease, one upstream connection', async (t) => {
-    const recording = await waitFor(async () => (await get(nodes[1]!, `/recordings/${rec.id}`)).duration >= 6, 45_000, 500);
+    // The programme starts up to a slot from now: the 45 s count from its start.
+    const untilStart = Math.max(0, Date.parse(programme.start) - Date.now());
+    const recording = await waitFor(async () => (await get(nodes[1]!, `/recordings/${rec.id}`)).duration >= 6, untilStart + 45_000, 500);
     t.ok(recording, why(recording, 'recording, 6 s recorded'));
     const held = await holders(rec.id);
     t.equal(held.length, 1, `one node holds the recording (${held.join(', ')})`);
