@@ -22,7 +22,7 @@ import { generatePassword } from './auth/password.js';
 import { createHttp } from './http/app.js';
 import { loadPlugins, type LoadedPlugin } from './plugins/loader.js';
 import { FfmpegSupervisor } from './ffmpeg/supervisor.js';
-import { defaultMaxTranscodes, TranscodeBudgetImpl } from './ffmpeg/transcode-budget.js';
+import { defaultMaxTranscodes, nodeCapacity, TranscodeBudgetImpl } from './ffmpeg/transcode-budget.js';
 import { resolveBinaries } from './ffmpeg/resolve.js';
 import { reapLeftovers } from './ffmpeg/leftovers.js';
 import { JobManagerImpl } from './jobs/job-manager.js';
@@ -154,7 +154,7 @@ export class Host {
     this.knex = await openDatabase(config, this.logger.child({ component: 'database' }));
     const migrated = await migrationLock(config, this.knex);
     try {
-      this.cluster = await openCluster(config, this.knex, this.logger.child({ component: 'cluster' }));
+      this.cluster = await openCluster(config, this.knex, this.logger.child({ component: 'cluster' }), nodeCapacity(config.cluster?.maxNodeTranscodes ?? 0, config.ffmpeg.maxTranscodes));
       await this.migrate();
     } finally {
       await migrated();
@@ -182,9 +182,12 @@ export class Host {
     const runDir = path.join(dataDir, 'run');
     await reapLeftovers(runDir, ffmpegLog);
     this.ffmpeg = new FfmpegSupervisor(ffmpegLog, binaries, { runDir });
+    // In cluster mode ffmpeg.maxTranscodes holds across the nodes (leases) and each node's own budget is its capacity.
+    const clustered = this.cluster.enabled && config.cluster;
     this.transcodes = new TranscodeBudgetImpl({
-      max: config.ffmpeg.maxTranscodes || defaultMaxTranscodes(), perUser: config.ffmpeg.maxTranscodesPerUser,
-    }, this.logger.child({ component: 'transcodes' }));
+      max: clustered ? nodeCapacity(clustered.maxNodeTranscodes, config.ffmpeg.maxTranscodes) : config.ffmpeg.maxTranscodes || defaultMaxTranscodes(),
+      perUser: config.ffmpeg.maxTranscodesPerUser,
+    }, this.logger.child({ component: 'transcodes' }), clustered ? { node: this.cluster, clusterMax: config.ffmpeg.maxTranscodes } : undefined);
     this.jobs = new JobManagerImpl(this.logger.child({ component: 'jobs' }), this.clock);
     this.scheduler = new SchedulerImpl(this.knex, this.logger.child({ component: 'scheduler' }), this.jobs, this.clock, this.cluster);
     const events = new EventBusImpl(this.logger);

@@ -215,9 +215,10 @@ export interface Cluster {
   /**
    * The lease for this node, or undefined while another node holds it. With `group` and
    * `limit`: also undefined when `limit` other leases of the group are held (by any node),
-   * e.g. the streams of one tuner across the cluster.
+   * e.g. the streams of one tuner across the cluster. `subject` records what the lease is
+   * taken for (a job), when its name is one of a pool.
    */
-  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined>;
+  take(name: string, options?: { group: string; limit: number; subject?: string }): Promise<Lease | undefined>;
   /** Which node holds the lease now, and how to reach it (its advertiseUrl); undefined when nobody does. */
   holder(name: string): Promise<{ node: string; url: string | null } | undefined>;
   /** Tells the other nodes (within a second); a node does not hear its own messages. */
@@ -307,10 +308,32 @@ export interface FfmpegService {
  * slots count toward the total, so users are refused sooner while they run.
  */
 export interface TranscodeBudget {
+  /** This node's limits (in cluster mode `max` is the node's capacity, cluster.maxNodeTranscodes). */
   readonly limits: { max: number; perUser: number };
-  reserve(request: TranscodeRequest): { slot: TranscodeSlot } | { refused: 'server' | 'user'; message: string; retryAfter: number };
+  reserve(request: TranscodeRequest): { slot: TranscodeSlot } | TranscodeRefusal;
   /** Slots in use: in all, and per user id (system work under 'system'). */
   usage(): { total: number; byUser: Record<string, number> };
+  /**
+   * Cluster mode: the transcode's place in the limits counted across the nodes (leases for
+   * ffmpeg.maxTranscodes and maxTranscodesPerUser, held until released; `job` names the work, so
+   * other nodes find where it runs: `runner`). A single node grants it at once: its slots are the limits.
+   */
+  share(request: TranscodeRequest & { job?: string }): Promise<{ share: TranscodeShare } | TranscodeRefusal>;
+  /** Cluster mode: when this node has no spare capacity, an alive node that has some (most first); else undefined. */
+  placement(): Promise<{ node: string; url: string } | undefined>;
+  /** Cluster mode: the other node running the job named in `share`, and its advertiseUrl; undefined when none does. */
+  runner(job: string): Promise<{ node: string; url: string } | undefined>;
+}
+
+export interface TranscodeRefusal {
+  refused: 'server' | 'user';
+  message: string;
+  retryAfter: number;
+}
+
+export interface TranscodeShare {
+  /** Gives the place back (idempotent). */
+  release(): Promise<void>;
 }
 
 export interface TranscodeRequest {

@@ -22,18 +22,27 @@ export interface ClusterNode extends Cluster {
   /** Registers the node and starts its heartbeat (servers only, not CLI commands). */
   join(jobs: () => JobSummary[]): Promise<void>;
   nodes(jobs: () => JobSummary[]): Promise<NodeView[]>;
+  /** The node holding a live lease taken for `subject` (see Cluster.take). */
+  subjectHolder(subject: string): Promise<{ node: string; url: string | null } | undefined>;
+  /**
+   * The alive node other than this one with the most spare transcode capacity (its
+   * cluster.maxNodeTranscodes, from its heartbeat, less the `transcodes` leases it holds), least
+   * loaded first among equals; undefined when none has any.
+   */
+  spareNode(): Promise<{ node: string; url: string } | undefined>;
   /** Called when messages may have been lost (the listening connection came back). */
   onResync(fn: () => void): void;
   /** Leases released, heartbeat and listening stopped. */
   close(): Promise<void>;
 }
 
-export async function openCluster(config: AntennaConfig, knex: Knex, log: Logger): Promise<ClusterNode> {
+/** `capacity`: how many transcodes this node runs at most, told to the others in its heartbeat. */
+export async function openCluster(config: AntennaConfig, knex: Knex, log: Logger, capacity = 0): Promise<ClusterNode> {
   const c = config.cluster;
-  if (!c) return new SingleNode(config);
+  if (!c) return new SingleNode(config, capacity);
   if (config.database.client !== 'pg') throw new Error(`cluster: several nodes share one PostgreSQL database; database.client is ${config.database.client}, expected pg`);
   await runMigrations(knex, 'cluster', clusterMigrations);
-  const node = new PgCluster(knex, c.nodeId ?? os.hostname(), c.advertiseUrl, c.leaseSeconds * 1000, config.database.connection, log);
+  const node = new PgCluster(knex, c.nodeId ?? os.hostname(), c.advertiseUrl, c.leaseSeconds * 1000, config.database.connection, log, capacity);
   await node.open();
   return node;
 }
@@ -59,7 +68,10 @@ class PgCluster implements ClusterNode {
   private readonly messages: PgMessages;
   private registry?: NodeRegistry;
 
-  constructor(private readonly knex: Knex, readonly nodeId: string, readonly advertiseUrl: string | undefined, readonly leaseMs: number, connection: unknown, private readonly log: Logger) {
+  constructor(
+    private readonly knex: Knex, readonly nodeId: string, readonly advertiseUrl: string | undefined, readonly leaseMs: number,
+    connection: unknown, private readonly log: Logger, private readonly capacity: number,
+  ) {
     this.leases = new PgLeases(knex, nodeId, leaseMs, log);
     this.messages = new PgMessages(knex, connection, nodeId, log);
   }
@@ -68,8 +80,27 @@ class PgCluster implements ClusterNode {
     await this.messages.start();
   }
 
-  take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined> {
+  take(name: string, options?: { group: string; limit: number; subject?: string }): Promise<Lease | undefined> {
     return this.leases.take(name, options);
+  }
+
+  subjectHolder(subject: string): Promise<{ node: string; url: string | null } | undefined> {
+    return this.leases.subjectHolder(subject);
+  }
+
+  async spareNode(): Promise<{ node: string; url: string } | undefined> {
+    const { rows } = await this.knex.raw(
+      `SELECT n.id, n.advertise_url,
+         (n.status::json->'transcodes'->>'capacity')::int - (SELECT count(*) FROM cluster_leases l WHERE l.grp = 'transcodes' AND l.node = n.id AND l.expires_at > now())::int AS spare
+       FROM cluster_nodes n
+       WHERE n.id <> ? AND n.advertise_url IS NOT NULL AND n.heartbeat_at > now() - ? * interval '1 millisecond'
+         AND n.status::json->'transcodes'->>'capacity' IS NOT NULL
+       ORDER BY spare DESC, (n.status::json->'load'->>'avg1')::float / greatest(1, (n.status::json->'load'->>'cpus')::int) ASC, n.id
+       LIMIT 1`,
+      [this.nodeId, this.leaseMs],
+    );
+    const best = rows[0];
+    return best && best.spare > 0 ? { node: best.id, url: best.advertise_url } : undefined;
   }
 
   holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
@@ -89,13 +120,13 @@ class PgCluster implements ClusterNode {
   }
 
   async join(jobs: () => JobSummary[]): Promise<void> {
-    this.registry = new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs()), this.log);
+    this.registry = new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs(), this.capacity), this.log);
     await this.registry.start();
     this.log.info({ event: 'cluster_joined', node: this.nodeId, advertiseUrl: this.advertiseUrl }, 'joined the cluster');
   }
 
   async nodes(jobs: () => JobSummary[]): Promise<NodeView[]> {
-    return (this.registry ?? new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs()), this.log)).list();
+    return (this.registry ?? new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs(), this.capacity), this.log)).list();
   }
 
   async close(): Promise<void> {
@@ -113,7 +144,7 @@ class SingleNode implements ClusterNode {
   readonly leaseMs = 0;
   private readonly startedAt = new Date().toISOString();
 
-  constructor(config: AntennaConfig) {
+  constructor(config: AntennaConfig, private readonly capacity = 0) {
     this.nodeId = os.hostname();
     this.advertiseUrl = config.server.publicUrl;
   }
@@ -123,6 +154,8 @@ class SingleNode implements ClusterNode {
   }
 
   async holder(): Promise<undefined> { return undefined; }
+  async subjectHolder(): Promise<undefined> { return undefined; }
+  async spareNode(): Promise<undefined> { return undefined; }
   publish(): void {}
   subscribe(): () => void { return () => {}; }
   onResync(): void {}
@@ -131,7 +164,7 @@ class SingleNode implements ClusterNode {
 
   async nodes(jobs: () => JobSummary[]): Promise<NodeView[]> {
     const now = new Date().toISOString();
-    return [{ id: this.nodeId, advertise_url: this.advertiseUrl ?? null, started_at: this.startedAt, heartbeat_at: now, alive: true, ...ownStatus(jobs()), leases: [] }];
+    return [{ id: this.nodeId, advertise_url: this.advertiseUrl ?? null, started_at: this.startedAt, heartbeat_at: now, alive: true, ...ownStatus(jobs(), this.capacity), transcode_capacity: this.capacity, leases: [] }];
   }
 }
 

@@ -13,38 +13,45 @@ export class PgLeases {
 
   constructor(private readonly knex: Knex, private readonly nodeId: string, readonly leaseMs: number, private readonly log: Logger) {}
 
-  async take(name: string, options?: { group: string; limit: number }): Promise<Lease | undefined> {
-    const rows = options ? await this.takeInGroup(name, options.group, options.limit) : await this.takeRow(this.knex, name, null);
+  async take(name: string, options?: { group: string; limit: number; subject?: string }): Promise<Lease | undefined> {
+    const rows = options ? await this.takeInGroup(name, options.group, options.limit, options.subject ?? null) : await this.takeRow(this.knex, name, null, null);
     if (!rows.length) return undefined;
     const lease = new PgLease(this, name, Number(rows[0].token));
     this.held.add(lease);
     return lease;
   }
 
-  private async takeRow(db: Knex, name: string, group: string | null): Promise<{ token: string }[]> {
+  private async takeRow(db: Knex, name: string, group: string | null, subject: string | null): Promise<{ token: string }[]> {
     const { rows } = await db.raw(
-      `INSERT INTO cluster_leases (name, node, token, expires_at, grp) VALUES (?, ?, 1, now() + ? * interval '1 millisecond', ?)
-       ON CONFLICT (name) DO UPDATE SET node = excluded.node, token = cluster_leases.token + 1, expires_at = excluded.expires_at, grp = excluded.grp
+      `INSERT INTO cluster_leases (name, node, token, expires_at, grp, subject) VALUES (?, ?, 1, now() + ? * interval '1 millisecond', ?, ?)
+       ON CONFLICT (name) DO UPDATE SET node = excluded.node, token = cluster_leases.token + 1, expires_at = excluded.expires_at, grp = excluded.grp, subject = excluded.subject
        WHERE cluster_leases.expires_at < now() OR cluster_leases.node = excluded.node
        RETURNING token`,
-      [name, this.nodeId, this.leaseMs, group],
+      [name, this.nodeId, this.leaseMs, group, subject],
     );
     return rows;
   }
 
   /** A take that also counts the group's other live leases, under a transaction lock on the group so two nodes cannot both take its last place. */
-  private takeInGroup(name: string, group: string, limit: number): Promise<{ token: string }[]> {
+  private takeInGroup(name: string, group: string, limit: number, subject: string | null): Promise<{ token: string }[]> {
     return this.knex.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`antenna lease group ${group}`]);
       const { rows } = await trx.raw('SELECT count(*)::int AS n FROM cluster_leases WHERE grp = ? AND name <> ? AND expires_at > now()', [group, name]);
       if (rows[0].n >= limit) return [];
-      return this.takeRow(trx, name, group);
+      return this.takeRow(trx, name, group, subject);
     });
   }
 
   async holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
     const row = await this.knex('cluster_leases as l').leftJoin('cluster_nodes as n', 'n.id', 'l.node')
       .where('l.name', name).andWhere('l.expires_at', '>', this.knex.fn.now()).first('l.node', 'n.advertise_url');
+    return row && { node: row.node, url: row.advertise_url ?? null };
+  }
+
+  /** The node holding a live lease taken for `subject` (see take), and how to reach it. */
+  async subjectHolder(subject: string): Promise<{ node: string; url: string | null } | undefined> {
+    const row = await this.knex('cluster_leases as l').leftJoin('cluster_nodes as n', 'n.id', 'l.node')
+      .where('l.subject', subject).andWhere('l.expires_at', '>', this.knex.fn.now()).first('l.node', 'n.advertise_url');
     return row && { node: row.node, url: row.advertise_url ?? null };
   }
 

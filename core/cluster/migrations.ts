@@ -38,4 +38,14 @@ export const clusterMigrations: Migration[] = [
       });
     },
   },
+  {
+    // What a lease is for now, when its name is one of a pool (`transcodes:<node>:<n>`): the job
+    // it counts, so that a request for that job on another node finds the node running it.
+    name: '003_lease_subjects',
+    async up(knex) {
+      await knex.schema.alterTable('cluster_leases', (t) => {
+        t.string('subject', 191).nullable().index();
+      });
+    },
+  },
 ];

@@ -13,6 +13,8 @@ export interface NodeView {
   /** One-minute load average, and the cores it is out of. */
   load: { avg1: number; cpus: number };
   memory_mb: number;
+  /** How many transcodes it runs at most (cluster.maxNodeTranscodes); null from a node too old to say. */
+  transcode_capacity: number | null;
   /** Its running jobs (recordings, live sessions, transcodes, imports, scans). */
   jobs: { key: string; kind: string }[];
   /** Leases it holds now (work that runs once in the cluster). */
@@ -20,8 +22,9 @@ export interface NodeView {
 }
 
 /** What a node says of itself in each heartbeat. */
-export function ownStatus(jobs: JobSummary[]): Pick<NodeView, 'load' | 'memory_mb' | 'jobs'> {
+export function ownStatus(jobs: JobSummary[], transcodeCapacity: number): Pick<NodeView, 'load' | 'memory_mb' | 'jobs'> & { transcodes: { capacity: number } } {
   return {
+    transcodes: { capacity: transcodeCapacity },
     load: { avg1: Math.round(os.loadavg()[0]! * 100) / 100, cpus: os.cpus().length },
     memory_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
     jobs: jobs.filter((j) => j.state === 'running').map((j) => ({ key: j.key, kind: j.kind })),
@@ -42,7 +45,7 @@ export class NodeRegistry {
     private readonly nodeId: string,
     private readonly advertiseUrl: string | undefined,
     private readonly leaseMs: number,
-    private readonly status: () => Pick<NodeView, 'load' | 'memory_mb' | 'jobs'>,
+    private readonly status: () => Pick<NodeView, 'load' | 'memory_mb' | 'jobs'> & { transcodes: { capacity: number } },
     private readonly log: Logger,
   ) {}
 
@@ -72,7 +75,7 @@ export class NodeRegistry {
       const status = JSON.parse(r.status);
       return {
         id: r.id, advertise_url: r.advertise_url, started_at: new Date(r.started_at).toISOString(), heartbeat_at: new Date(r.heartbeat_at).toISOString(),
-        alive: r.alive, load: status.load, memory_mb: status.memory_mb, jobs: status.jobs, leases: leases.filter((l) => l.node === r.id).map((l) => l.name),
+        alive: r.alive, load: status.load, memory_mb: status.memory_mb, transcode_capacity: status.transcodes?.capacity ?? null, jobs: status.jobs, leases: leases.filter((l) => l.node === r.id).map((l) => l.name),
       };
     });
   }

@@ -17,13 +17,14 @@ const NodeSchema = {
       description: 'One-minute load average, out of this many cores',
     },
     memory_mb: { type: 'integer', description: 'Resident memory of its server process' },
+    transcode_capacity: { type: ['integer', 'null'], description: 'How many transcodes it runs at most (cluster.maxNodeTranscodes): a new VOD transcode asked of a node without room goes to the node with the most' },
     jobs: {
       type: 'array', description: 'Its running jobs at its last heartbeat (recordings, live sessions, transcodes, imports)',
       items: { type: 'object', properties: { key: { type: 'string' }, kind: { type: 'string' } }, required: ['key', 'kind'] },
     },
     leases: { type: 'array', items: { type: 'string' }, description: 'Leases it holds now: work that runs on one node at a time' },
   },
-  required: ['id', 'advertise_url', 'started_at', 'heartbeat_at', 'alive', 'load', 'memory_mb', 'jobs', 'leases'],
+  required: ['id', 'advertise_url', 'started_at', 'heartbeat_at', 'alive', 'load', 'memory_mb', 'transcode_capacity', 'jobs', 'leases'],
 } as const;
 
 /** GET /api/admin/nodes: the nodes sharing this database (a single node lists itself). */

@@ -22,9 +22,12 @@ export const ConfigSchema = Type.Object({
   ffmpeg: Type.Object({
     ffmpegPath: Type.String({ default: 'auto', minLength: 1 }),
     ffprobePath: Type.String({ default: 'auto', minLength: 1 }),
-    /** ffmpeg runs that encode video at once (VOD transcodes and transcoding live sessions); 0 = one per CPU core. */
+    /**
+     * ffmpeg runs that encode video at once (VOD transcodes and transcoding live sessions); 0 = one per CPU core.
+     * In cluster mode: across all the nodes (0 = only each node's cluster.maxNodeTranscodes).
+     */
     maxTranscodes: Type.Integer({ default: 0, minimum: 0, maximum: 256 }),
-    /** Of those, at most this many for one ordinary user (admins and recordings are never refused). */
+    /** Of those, at most this many for one ordinary user (admins and recordings are never refused); across the nodes in cluster mode. */
     maxTranscodesPerUser: Type.Integer({ default: 2, minimum: 1, maximum: 256 }),
   }, { additionalProperties: false, default: {} }),
   clients: Type.Object({
@@ -62,6 +65,12 @@ export const ConfigSchema = Type.Object({
     advertiseUrl: Type.Optional(Type.String({ minLength: 1, pattern: '^https?://' })),
     /** A dead node's leases (recordings, refreshes) are taken over after this many seconds. */
     leaseSeconds: Type.Integer({ default: 15, minimum: 1, maximum: 3600 }),
+    /**
+     * How many transcodes (VOD and live) this node runs at most, its capacity: a VOD play request
+     * on a node without room is redirected (307) to the node with the most. 0 (default): one per
+     * core, at most ffmpeg.maxTranscodes, which in cluster mode counts across the nodes.
+     */
+    maxNodeTranscodes: Type.Integer({ default: 0, minimum: 0, maximum: 256 }),
   }, { additionalProperties: false })),
   logging: Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),

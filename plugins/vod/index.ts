@@ -102,7 +102,7 @@ export default definePlugin({
         const pluginDir = await paths.pluginDir();
         const artwork = new Artwork(ffmpeg, sources, path.join(pluginDir, 'images'), logger);
         const workDir = path.join(pluginDir, 'transcode');
-        const tokens = await VariantTokens.load(pluginDir);
+        const tokens = cluster.enabled ? await VariantTokens.shared(db, pluginDir) : await VariantTokens.load(pluginDir);
         // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
         lifecycle.onStart(async () => {
           await rm(workDir, { recursive: true, force: true });

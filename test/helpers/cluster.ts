@@ -60,6 +60,8 @@ export interface NodeOptions {
   logLevel?: string;
   /** More top-level YAML lines (e.g. `ffmpeg: { maxTranscodes: 4 }`). */
   config?: string[];
+  /** More keys of the `cluster` block (e.g. `maxNodeTranscodes: 1`). */
+  cluster?: string[];
 }
 
 /** Writes the node's config and starts it; resolves once it answers. */
@@ -70,7 +72,7 @@ export async function startNode(o: NodeOptions): Promise<NodeProcess> {
   await writeFile(config, [
     `server: { host: 127.0.0.1, port: ${port}, dataDir: ./data-${o.id} }`,
     `database: { client: pg, connection: "${o.databaseUrl}" }`,
-    ...(o.leaseSeconds === undefined ? [] : [`cluster: { nodeId: ${o.id}, advertiseUrl: "${base}", leaseSeconds: ${o.leaseSeconds} }`]),
+    ...(o.leaseSeconds === undefined ? [] : [`cluster: { ${[`nodeId: ${o.id}`, `advertiseUrl: "${base}"`, `leaseSeconds: ${o.leaseSeconds}`, ...(o.cluster ?? [])].join(', ')} }`]),
     `logging: { level: ${o.logLevel ?? 'info'} }`,
     ...(o.config ?? []),
     'plugins:',

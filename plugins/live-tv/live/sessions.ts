@@ -3,7 +3,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import {
   errors, type AuthUser, type FfmpegService, type Job, type JobManager, type LiveHold, type Logger, type TranscodeBudget, type TranscodeRequest,
-  type TranscodeSlot, type Tuner, type TunerChannel,
+  type TranscodeRefusal, type TranscodeShare, type TranscodeSlot, type Tuner, type TunerChannel,
   AppError, type Cluster, type Lease,
 } from 'antenna/sdk';
 import type { Channel } from '../channel-store.js';
@@ -201,9 +201,10 @@ export class LiveSessions {
     job.data.seen.set(viewer.id, Date.now());
     const session = job.data;
     if (!canCopy(caps, session.input) && session.mode === 'copy' && session.input.video) {
-      const refused = this.reserveTranscode(session, viewer.user);
+      const refused = await this.reserveTranscode(session, viewer.user);
       if (refused) throw failureError(session.name, refused, viewer.user.admin);
-      this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+      // Another viewer's request may have switched it while the cluster's limits were asked.
+      if (session.mode === 'copy') this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
     }
     session.viewers.push({ caps, owner: viewer.user });
     if (session.viewers.length > 50) session.viewers.splice(0, session.viewers.length - 50);
@@ -347,16 +348,44 @@ export class LiveSessions {
     return !session.started && session.waiting === 0 && !this.holders.get(session.channelId) && (!!session.failure || !!session.lastError);
   }
 
-  /** Takes a transcode slot for the session unless it has one; the refusal when the budget has none. */
-  private reserveTranscode(session: LiveSession, owner: TranscodeRequest['owner']): LiveFailure | undefined {
+  /**
+   * Takes a transcode slot for the session unless it has one; the refusal when the budget has none.
+   * In cluster mode the slot also holds the session's share of the limits across the nodes, under
+   * the leases VOD transcodes take (a single node decides at once, without yielding).
+   */
+  private async reserveTranscode(session: LiveSession, owner: TranscodeRequest['owner']): Promise<LiveFailure | undefined> {
     if (session.transcode) return undefined;
-    const reserved = this.budget.reserve({ owner: this.holders.get(session.channelId) ? 'system' : owner, label: `live:${session.channelId}` });
-    if ('refused' in reserved) {
-      const reason = reserved.message.charAt(0).toLowerCase() + reserved.message.slice(1);
-      return { status: 503, kind: reason, detail: reason, retryAfter: reserved.retryAfter };
-    }
-    session.transcode = reserved.slot;
+    const request = { owner: this.holders.get(session.channelId) ? 'system' as const : owner, label: `live:${session.channelId}` };
+    const reserved = this.budget.reserve(request);
+    if ('refused' in reserved) return refusal(reserved);
     session.refused = undefined;
+    if (!this.cluster?.enabled) {
+      session.transcode = reserved.slot;
+      return undefined;
+    }
+    let share: TranscodeShare | undefined;
+    let released = false;
+    const slot: TranscodeSlot = {
+      label: reserved.slot.label,
+      release: () => {
+        if (released) return;
+        released = true;
+        reserved.slot.release();
+        void share?.release().catch((err: Error) => this.log.warn({ channel: session.channelId, error: err.message }, 'live: could not give back a transcode lease'));
+      },
+    };
+    session.transcode = slot;
+    const answer = await this.budget.share(request).catch((err: Error): TranscodeRefusal => ({
+      refused: 'server', message: `The transcode limits of the cluster cannot be read: ${err.message}`, retryAfter: 5,
+    }));
+    if ('refused' in answer) {
+      if (session.transcode === slot) session.transcode = undefined;
+      slot.release();
+      return refusal(answer);
+    }
+    share = answer.share;
+    // The session ended while the share was taken: given back at once.
+    if (released) await share.release().catch(() => {});
     return undefined;
   }
 
@@ -546,7 +575,7 @@ export class LiveSessions {
     if (/^(rawvideo|pcm)/.test(source.videoCodec ?? '') || needing) session.mode = 'transcode';
     const mode = session.mode;
     if (mode === 'transcode') {
-      const refused = this.reserveTranscode(session, needing?.owner ?? session.owner);
+      const refused = await this.reserveTranscode(session, needing?.owner ?? session.owner);
       if (refused) throw failed(refused);
     }
     const guessed = session.input.video;
@@ -627,8 +656,10 @@ export class LiveSessions {
           const needs = session.mode === 'copy' && session.input.video ? session.viewers.find((v) => !canCopy(v.caps, session.input)) : undefined;
           if (needs) {
             this.known.set(session.channelId, { ...session.input });
-            session.refused = this.reserveTranscode(session, needs.owner);
-            if (!session.refused) this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+            session.refused = await this.reserveTranscode(session, needs.owner);
+            if (!session.refused) {
+              if (session.mode === 'copy') this.switchToTranscode(session, 'a viewer cannot decode the channel as it is');
+            }
             else {
               // Those viewers are told (503) and ask again; the others go on watching the copy.
               session.viewers = session.viewers.filter((v) => canCopy(v.caps, session.input));
@@ -735,4 +766,10 @@ export class HeldElsewhere extends AppError {
   constructor(channelName: string, readonly node: string, readonly url: string | null) {
     super(409, 'ANTENNA_CONFLICT', `${channelName} is playing on another node (${node})`);
   }
+}
+
+/** A refusal of the transcode budget as the failure viewers are told of. */
+function refusal(refused: TranscodeRefusal): LiveFailure {
+  const reason = refused.message.charAt(0).toLowerCase() + refused.message.slice(1);
+  return { status: 503, kind: reason, detail: reason, retryAfter: refused.retryAfter };
 }

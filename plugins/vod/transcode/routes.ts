@@ -11,7 +11,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { deviceCaps, errors, languageName, normalizeLanguage, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type Static } from 'antenna/sdk';
+import { AppError, deviceCaps, errors, languageName, normalizeLanguage, Type, type AuthService, type AuthUser, type HostInfo, type HttpScope, type Static } from 'antenna/sdk';
 import { playableItem, type Playable } from '../access.js';
 import type { Catalog } from '../catalog.js';
 import type { AudioInfo } from '../model.js';
@@ -43,12 +43,13 @@ const ManifestQuery = Type.Object({
   maxBitrate: Type.Optional(Type.Integer({ minimum: 64_000, maximum: 1_000_000_000, description: 'bits per second the client asks not to exceed' })),
   audioTrack: Type.Optional(Type.Integer({ minimum: 0, maximum: 999, description: "Audio track: its position among the file's audio streams (0 = first)" })),
   variant: Type.Optional(Type.String({ maxLength: 100, description: "The decision play-info made (method, size, bitrate, audio track, version), signed: when present it is followed and version, maxBitrate, audioTrack and the Device-* headers are not consulted" })),
+  placed: Type.Optional(Type.String({ maxLength: 64, description: 'Cluster mode: set by the node that redirected the request here for its spare capacity; this node starts the transcode rather than pass it on again' })),
   ...credentials,
 });
 type ManifestQueryT = Static<typeof ManifestQuery>;
 const FileQuery = Type.Object(credentials);
 
-const MANIFEST_DESCRIPTION = 'Starts (or joins) the transcode job of this item, version, variant and device and answers a manifest of the whole title: fixed-length segments when transcoding, cut at the source keyframes near segmentSeconds when the video is copied; every segment listed from the start (seekable). The method is the decision play-info put in the URL (`variant`), else the play decision from the Device-* headers, maxBitrate and audioTrack: transcode → H.264 + AAC stereo at a ladder height and bitrate; audio-only → video copied, AAC stereo; remux (and direct) → both copied. Segment URLs carry a short-lived key scoped to the item. 400 for a malformed query value, 404 for an unknown or unauthorised item, version or audio track or a variant this server did not sign, 503 with Retry-After when the transcode limits are reached (ffmpeg.maxTranscodes, maxTranscodesPerUser) or the transcoder cannot start.';
+const MANIFEST_DESCRIPTION = 'Starts (or joins) the transcode job of this item, version, variant and device and answers a manifest of the whole title: fixed-length segments when transcoding, cut at the source keyframes near segmentSeconds when the video is copied; every segment listed from the start (seekable). The method is the decision play-info put in the URL (`variant`), else the play decision from the Device-* headers, maxBitrate and audioTrack: transcode → H.264 + AAC stereo at a ladder height and bitrate; audio-only → video copied, AAC stereo; remux (and direct) → both copied. Segment URLs carry a short-lived key scoped to the item. 400 for a malformed query value, 404 for an unknown or unauthorised item, version or audio track or a variant this server did not sign, 503 with Retry-After when the transcode limits are reached (ffmpeg.maxTranscodes, maxTranscodesPerUser) or the transcoder cannot start. Cluster mode: 307 to the same URL on the node running this device\'s job when another node does, or, when the request would start a transcode on a node without room (cluster.maxNodeTranscodes), on the node with the most (with an item key instead of a token, the decision made here as `variant`, and `placed`).';
 const HLS_TYPE = 'application/vnd.apple.mpegurl';
 const DASH_TYPE = 'application/dash+xml';
 
@@ -78,10 +79,28 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
       const decision = decide(info, deviceCaps(request.headers), { maxBitrate: q.maxBitrate, audioTrack: q.audioTrack });
       variant = variantOf(p.file, p.version, decision);
     }
-    const session = await transcoder.open({ itemId: p.item.id, file: p.file, variant, user: p.user });
+    const job = { itemId: p.item.id, file: p.file, variant, user: p.user };
+    const there = await transcoder.elsewhere(job, q.placed === undefined);
+    if (there) {
+      throw sendElsewhere(request, p.user, p.item.id, there, { variant: tokens.sign(p.item.id, variant), placed: there.node },
+        `This transcode runs on node ${there.node}, which has room for it`);
+    }
+    const session = await transcoder.open(job);
     catalog?.played(p.user, p.item);
     const [{ plan, tracks }, subtitles] = await Promise.all([session.ready(aborted(reply)), subtitlesOf(p)]);
     return { p, variant, plan, tracks, subtitles };
+  }
+
+  /**
+   * Cluster mode: 307 to the same URL on another node, with an item key instead of a token (a
+   * redirect to another origin loses the Authorization header), and `params` set.
+   */
+  function sendElsewhere(request: FastifyRequest, user: AuthUser, itemId: string, there: { url: string }, params: Record<string, string>, message: string): AppError {
+    const url = new URL(request.url, 'http://node');
+    url.searchParams.delete('api_key');
+    if (!url.searchParams.has('key')) url.searchParams.set('key', keyFor(user, itemId));
+    for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+    return new AppError(307, 'ANTENNA_ELSEWHERE', message, { location: `${there.url.replace(/\/$/, '')}${url.pathname}${url.search}`, 'cache-control': 'no-store' });
   }
 
   /** Other plugins' WebVTT tracks of the file, with the item's key on their URLs. */
@@ -100,7 +119,7 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
   const manifestSchema = (summary: string) => ({
     summary, tags: ['vod'], description: MANIFEST_DESCRIPTION,
     params: Params, querystring: ManifestQuery,
-    response: { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
+    response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
   });
 
   http.get('/watch/vod/:item_id/master.m3u8', { config, schema: manifestSchema('HLS master playlist of a transcoded or remuxed item (web)') }, async (request, reply) => {
@@ -121,9 +140,9 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
     config,
     schema: {
       summary: 'A media playlist, init segment or media segment of a VOD transcode (URLs come from the manifests, with their key)',
-      description: 'sub-<n>.m3u8 is the media playlist of subtitle rendition n (the WebVTT file as one segment). A segment not produced yet is held until it is; one far from what ffmpeg is producing restarts it there. A job that idled away is recreated from the token. 404 for names that are not files of a job (including path tricks), a token this server did not sign for this item, or one that does not fit the file; 503 with Retry-After when the transcode limits are reached or the transcoder failed.',
+      description: 'sub-<n>.m3u8 is the media playlist of subtitle rendition n (the WebVTT file as one segment). A segment not produced yet is held until it is; one far from what ffmpeg is producing restarts it there. A job that idled away is recreated from the token. Cluster mode: a request for a transcode running on another node is 307 to the same URL there (with an item key instead of a token). 404 for names that are not files of a job (including path tricks), a token this server did not sign for this item, or one that does not fit the file; 503 with Retry-After when the transcode limits are reached or the transcoder failed.',
       tags: ['vod'], params: FileParams, querystring: FileQuery,
-      response: { 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
+      response: { 307: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 503: ErrorBody },
     },
   }, async (request, reply) => {
     const { item_id, token, file } = request.params as Static<typeof FileParams>;
@@ -134,6 +153,9 @@ export function transcodeRoutes(http: HttpScope, deps: { auth: AuthService; stor
     const why = checkVariant(wanted, p.file);
     if (why) throw errors.notFound(`This stream cannot be made: ${why}; request the manifest again`);
     const job = { itemId: p.item.id, file: p.file, variant: wanted, user: p.user };
+    // Cluster mode: the job runs on another node (a load balancer sent this request here): there, not a second one here.
+    const there = await transcoder.elsewhere(job, false);
+    if (there) throw sendElsewhere(request, p.user, p.item.id, there, {}, `This transcode runs on node ${there.node}`);
     const session = transcoder.session(job);
     const abort = aborted(reply);
     if (name.kind === 'subtitles') {

@@ -40,20 +40,12 @@ export interface SessionRequest {
 
 export const JOB_KIND = 'vod-transcode';
 
-const NO_LEASE = { release: async () => {} };
-
-/** Seconds a client refused by the cluster-wide limits waits, as one refused by the local budget. */
-const REFUSAL_RETRY_AFTER = 10;
-
 export class Transcoder {
   /** Keyframe scans in flight or done, per file version: concurrent manifests of one file scan once. */
   private readonly keyframeScans = new Map<string, Promise<number[]>>();
 
   /** The last admission queued per device (`<user>:<device>`). */
   private readonly admissions = new Map<string, Promise<void>>();
-
-  /** Cluster mode: the names of the transcode leases this node holds or is taking. */
-  private readonly leaseNames = new Set<string>();
 
   /** Refusals because the user is at their own limit (another job of theirs may make room). */
   private readonly userRefusals = new WeakSet<Error>();
@@ -145,62 +137,31 @@ export class Transcoder {
   }
 
   /**
-   * Cluster mode: a transcode job's place in the limits of all nodes, two leases held while
-   * the job lives: one in group `transcodes` (ffmpeg.maxTranscodes) and one in
-   * `transcodes:user:<id>` (maxTranscodesPerUser). Admins are counted, never refused, as by
-   * the local budget, which still applies on each node.
+   * Cluster mode: a transcode job's place in the limits of all nodes (budget.share: leases held
+   * while the job lives, the job key recorded so that other nodes send its requests here).
    */
   private reserve(r: SessionRequest, key: string): (() => Promise<{ release(): Promise<void> }>) | undefined {
-    const cluster = this.cluster;
-    if (!cluster?.enabled) return undefined;
-    const { max, perUser } = this.budget.limits;
-    const refuse = (refused: 'server' | 'user', message: string) => {
-      this.log.info({ event: 'transcode_refused', reason: refused, user: r.user.id, label: `vod:${r.itemId}`, cluster: true }, 'transcode refused: over the cluster-wide limit');
-      const err = errors.unavailable(message, REFUSAL_RETRY_AFTER);
-      if (refused === 'user') this.userRefusals.add(err);
-      return err;
-    };
+    if (!this.cluster?.enabled) return undefined;
     return async () => {
-      const mine = r.user.admin ? NO_LEASE : await this.leaseIn(cluster, `transcodes:user:${r.user.id}`, perUser);
-      if (!mine) throw refuse('user', `You are already running ${perUser} transcode${perUser === 1 ? '' : 's'} (the limit per user is ${perUser}); stop another stream or try again shortly`);
-      const lease = await this.leaseIn(cluster, 'transcodes', r.user.admin ? Number.MAX_SAFE_INTEGER : max).catch(async (err: Error) => {
-        await mine.release();
-        throw err;
-      });
-      if (!lease) {
-        await mine.release();
-        throw refuse('server', `The server is running its limit of ${max} transcodes; try again shortly`);
-      }
-      return { release: async () => { await Promise.all([lease.release(), mine.release()]); } };
+      const answer = await this.budget.share({ owner: r.user, label: `vod:${r.itemId}`, job: key });
+      if ('share' in answer) return answer.share;
+      const err = errors.unavailable(answer.message, answer.retryAfter);
+      if (answer.refused === 'user') this.userRefusals.add(err);
+      throw err;
     };
   }
 
   /**
-   * A lease in `group`, or undefined when the group is full. Named `<group>:<node>:<n>` with the
-   * lowest n this node is not using, so the leases table keeps a few rows per node, not one per job.
+   * Cluster mode: the node a request should go to instead of this one: the node running its
+   * job, else (`place`, a play request that would start a transcode here) one with spare
+   * capacity when this node has none. Undefined: here.
    */
-  private async leaseIn(cluster: Cluster, group: string, limit: number): Promise<{ release(): Promise<void> } | undefined> {
-    let n = 0;
-    while (this.leaseNames.has(`${group}:${cluster.nodeId}:${n}`)) n++;
-    const name = `${group}:${cluster.nodeId}:${n}`;
-    this.leaseNames.add(name);
-    const lease = await cluster.take(name, { group, limit }).catch((err: Error) => {
-      this.leaseNames.delete(name);
-      throw err;
-    });
-    if (!lease) {
-      this.leaseNames.delete(name);
-      return undefined;
-    }
-    return {
-      release: async () => {
-        try {
-          await lease.release();
-        } finally {
-          this.leaseNames.delete(name);
-        }
-      },
-    };
+  async elsewhere(r: SessionRequest, place: boolean): Promise<{ node: string; url: string } | undefined> {
+    if (!this.cluster?.enabled) return undefined;
+    const key = this.jobKey(r);
+    if (this.jobs.get(key)?.state === 'running') return undefined;
+    if (r.variant.method !== 'transcode') return undefined;
+    return (await this.budget.runner(key)) ?? (place ? this.budget.placement() : undefined);
   }
 
   /** The running job for the request, or a new one (without ffmpeg yet). Synchronous: one job per key. */

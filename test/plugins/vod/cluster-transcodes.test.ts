@@ -1,8 +1,8 @@
 /**
  * The transcode limits counted across three nodes on one PostgreSQL database
  * (ANTENNA_TEST_PG; skipped without it): 30 concurrent transcode requests from 5
- * users spread over the nodes. Each node alone would allow ffmpeg.maxTranscodes;
- * together they never hold more than that many transcodes (leases in the
+ * users spread over the nodes (a node without room redirects a request to one
+ * with some, which fetch follows). Together they never hold more than that many transcodes (leases in the
  * database, encoding ffmpeg processes of the nodes), nor more than
  * maxTranscodesPerUser for one user; the rest are 503 with Retry-After.
  */
