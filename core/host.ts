@@ -16,7 +16,7 @@ import { loadOrCreateSecret } from './auth/secret.js';
 import { AccountStore } from './auth/accounts.js';
 import { AuthServiceImpl } from './auth/auth-service.js';
 import { AccessKeys, openNetworks } from './auth/access-keys.js';
-import { LoginLimiter } from './auth/rate-limit.js';
+import { LoginLimiter, SharedFailures } from './auth/rate-limit.js';
 import { accountRoutes } from './auth/routes.js';
 import { generatePassword } from './auth/password.js';
 import { createHttp } from './http/app.js';
@@ -175,7 +175,7 @@ export class Host {
     const limiter = this.limiter = new LoginLimiter({
       maxPerUser: config.auth.maxFailuresPerUser, maxPerAddress: config.auth.maxFailuresPerAddress,
       windowMs: config.auth.failureWindowSeconds * 1000,
-    }, () => this.clock.now());
+    }, () => this.clock.now(), this.cluster.enabled ? new SharedFailures(this.knex) : undefined);
 
     const binaries = resolveBinaries(config.ffmpeg);
     const ffmpegLog = this.logger.child({ component: 'ffmpeg' });

@@ -75,9 +75,9 @@ export interface AdminDeps {
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const { accounts, auth, limiter } = deps;
 
-  const view = (u: UserRow & { libraries?: string[] }, libraries: string[]) => ({
+  const view = async (u: UserRow & { libraries?: string[] }, libraries: string[]) => ({
     id: u.id, username: u.username, active: u.active, admin: u.admin, all_libraries_access: u.all_libraries_access,
-    libraries: u.all_libraries_access ? [] : libraries, locked_for: limiter.lockedFor(usernameKey(u.username)) ?? null,
+    libraries: u.all_libraries_access ? [] : libraries, locked_for: (await limiter.lockedFor(usernameKey(u.username))) ?? null,
   });
   const userOr404 = async (id: number) => {
     const user = await accounts.getUser(id);
@@ -86,12 +86,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   };
   const userView = async (id: number) => {
     const user = await userOr404(id);
-    return view(user, await accounts.libraries(id));
+    return await view(user, await accounts.libraries(id));
   };
 
   app.get('/api/admin/users', {
     schema: { summary: 'Every user (admin)', tags, response: { 200: { type: 'object', properties: { users: { type: 'array', items: AdminUser } }, required: ['users'] }, ...Errors } },
-  }, async () => ({ users: (await accounts.listUsers()).map((u) => view(u, u.libraries)) }));
+  }, async () => ({ users: await Promise.all((await accounts.listUsers()).map((u) => view(u, u.libraries))) }));
 
   app.post('/api/admin/users', {
     schema: {
@@ -166,7 +166,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (id === me.id) throw errors.conflict('You cannot remove yourself; another administrator can');
     await accounts.deleteUser(id);
     auth.invalidateUser(id);
-    limiter.clear(usernameKey(user.username));
+    await limiter.clear(usernameKey(user.username));
     deps.events.emit('user.deleted', { id });
     request.log.info({ event: 'user_removed', user: id, by: me.id }, 'user removed');
     return { ok: true };
@@ -182,7 +182,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   }, async (request) => {
     const { id } = request.params as { id: number };
     const user = await userOr404(id);
-    limiter.clear(usernameKey(user.username));
+    await limiter.clear(usernameKey(user.username));
     request.log.info({ event: 'lockout_cleared', user: id, by: auth.requireUser(request).id }, 'login lockout cleared');
     return { user: await userView(id) };
   });

@@ -114,7 +114,21 @@ export class AccountStore {
 
   /** Removes the user with their sessions and grants (and, by cascade, what plugins keep per user). */
   async deleteUser(id: number): Promise<boolean> {
+    await this.knex('user_avatars').where({ user_id: id }).delete();
     return (await this.knex('users').where({ id }).delete()) > 0;
+  }
+
+  /** The user's avatar: its bytes, and its type (a picture type recognised at upload). */
+  async setAvatar(userId: number, type: string, data: Buffer): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('user_avatars').insert({ user_id: userId, data }).onConflict('user_id').merge();
+      await trx('users').where({ id: userId }).update({ avatar_type: type, updated_at: this.now() });
+    });
+  }
+
+  async avatar(userId: number): Promise<Buffer | undefined> {
+    const row = await this.knex('user_avatars').where({ user_id: userId }).first('data');
+    return row ? Buffer.from(row.data) : undefined;
   }
 
   async libraries(userId: number): Promise<string[]> {

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../../sdk/errors.js';
@@ -39,11 +39,21 @@ export async function accountRoutes(app: FastifyInstance, deps: {
   const { store, auth, limiter } = deps;
   const avatarDir = path.join(deps.dataDir, 'avatars');
 
+  /** An avatar an older version kept in the data dir: moved into the database, where every node reads it. */
+  async function legacyAvatar(userId: number, type: string): Promise<Buffer | undefined> {
+    const file = path.join(avatarDir, String(userId));
+    const data = await readFile(file).catch(() => undefined);
+    if (!data) return undefined;
+    await store.setAvatar(userId, type, data);
+    await rm(file, { force: true });
+    return data;
+  }
+
   app.post('/login', {
     config: { auth: 'public' },
     schema: {
       summary: 'Sign in', tags: ['account'],
-      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Usernames are compared trimmed, NFKC-normalised and case-insensitively. Failed logins are rate limited per username from one address and per address (429 with Retry-After): failures from elsewhere never lock a user out. While 64 sign-ins already wait for their password check, another is refused at once (429, Retry-After: 3). An inactive account answers 403 `User Account Inactive`.',
+      description: 'Device headers (Device-Id, Device-OS) are optional; without Device-Id the device id is derived from the User-Agent. A new login from the same device replaces that device\'s previous session. Usernames are compared trimmed, NFKC-normalised and case-insensitively. Failed logins are rate limited per username from one address and per address (429 with Retry-After): failures from elsewhere never lock a user out. In cluster mode the failures of all nodes count together. While 64 sign-ins already wait for their password check, another is refused at once (429, Retry-After: 3). An inactive account answers 403 `User Account Inactive`.',
       body: {
         type: 'object', required: ['username', 'password'],
         properties: { username: { type: 'string', minLength: 1, maxLength: 256 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
@@ -56,15 +66,15 @@ export async function accountRoutes(app: FastifyInstance, deps: {
   }, async (request) => {
     const { username, password } = request.body as { username: string; password: string };
     const key = usernameKey(username);
-    limiter.checkLogin(key, request.ip);
+    await limiter.checkLogin(key, request.ip);
     const user = await store.findByUsername(username);
     const ok = await verifyPassword(password, user?.password_hash ?? (await dummyHash()));
     if (!user || !ok) {
-      limiter.failLogin(key, request.ip);
+      await limiter.failLogin(key, request.ip);
       request.log.info({ event: 'login_failed', address: request.ip }, 'login failed');
       throw errors.unauthorized(INVALID_LOGIN);
     }
-    limiter.succeedLogin(key, request.ip);
+    await limiter.succeedLogin(key, request.ip);
     if (!user.active) throw errors.inactive();
     const deviceId = AuthServiceImpl.deviceId(request);
     const os = request.headers['device-os'];
@@ -137,14 +147,14 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     const caller = auth.requireUser(request);
     const body = request.body as { current_password: string; new_password: string };
     checkPassword(body.new_password, 'new_password');
-    limiter.checkPasswordChange(caller.id);
+    await limiter.checkPasswordChange(caller.id);
     const user = await store.getUser(caller.id);
     if (!user || !(await verifyPassword(body.current_password, user.password_hash))) {
-      limiter.failPasswordChange(caller.id);
+      await limiter.failPasswordChange(caller.id);
       request.log.info({ event: 'password_change_failed', user: caller.id }, 'password change failed');
       throw errors.forbidden('Current password is incorrect');
     }
-    limiter.succeedPasswordChange(caller.id);
+    await limiter.succeedPasswordChange(caller.id);
     await store.setPassword(user.id, body.new_password, 'new_password');
     const revoked = await store.revokeSessions(user.id, caller.sessionId);
     auth.invalidateUser(user.id);
@@ -164,11 +174,9 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     const data = await multipartFile(request, 'avatar');
     const type = imageType(data);
     if (!type) throw errors.unsupportedMediaType('avatar must be a PNG, JPEG, WebP or GIF image');
-    await mkdir(avatarDir, { recursive: true, mode: 0o700 });
-    const target = path.join(avatarDir, String(user.id));
-    await writeFile(target + '.tmp', data, { mode: 0o600 });
-    await rename(target + '.tmp', target);
-    await store.update(user.id, { avatar_type: type });
+    await store.setAvatar(user.id, type, data);
+    // One kept in the data dir by an older version is replaced.
+    await rm(path.join(avatarDir, String(user.id)), { force: true });
     return { avatar_url: '/api/user/me/avatar' };
   });
 
@@ -178,7 +186,7 @@ export async function accountRoutes(app: FastifyInstance, deps: {
     const user = auth.requireUser(request);
     const row = await store.getUser(user.id);
     if (!row?.avatar_type) throw errors.notFound('No avatar');
-    const data = await readFile(path.join(avatarDir, String(user.id))).catch(() => undefined);
+    const data = (await store.avatar(user.id)) ?? (await legacyAvatar(user.id, row.avatar_type));
     if (!data) throw errors.notFound('No avatar');
     // nosniff: a browser shows it as the image type it is, never as anything it might resemble.
     reply.header('cache-control', 'private, max-age=60').header('x-content-type-options', 'nosniff').type(row.avatar_type);

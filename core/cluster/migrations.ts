@@ -48,4 +48,17 @@ export const clusterMigrations: Migration[] = [
       });
     },
   },
+  {
+    // Failed sign-ins and password checks of every node (core/auth/rate-limit.ts): counted together,
+    // or an attacker would get the attempts once per node.
+    name: '004_login_failures',
+    async up(knex) {
+      await knex.schema.createTable('cluster_login_failures', (t) => {
+        t.text('key').notNullable();
+        t.bigInteger('at').notNullable();
+        t.index(['key', 'at']);
+        t.index(['at']);
+      });
+    },
+  },
 ];

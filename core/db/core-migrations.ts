@@ -90,4 +90,15 @@ export const coreMigrations: Migration[] = [
       });
     },
   },
+  {
+    // Avatars in the database, so that every node of a cluster serves them. Those a server kept in
+    // its data dir before (avatars/<user id>) move in when first asked for (core/auth/routes.ts).
+    name: '005_avatars',
+    async up(knex) {
+      await knex.schema.createTable('user_avatars', (t) => {
+        t.integer('user_id').primary();
+        t.binary('data').notNullable();
+      });
+    },
+  },
 ];

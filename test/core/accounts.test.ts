@@ -4,8 +4,8 @@
  * login rate limits and /api/version. Every error body is exactly {"error"}.
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTestHost, type TestHost } from '../../sdk/testing.js';
 import { routeTable } from '../../core/http/app.js';
@@ -331,6 +331,22 @@ t.test('account API', async (t) => {
     expectError(t, await host.inject({ method: 'GET', url: '/api/user/me/avatar' }), 401, undefined, 'GET without token');
     const anon = multipart([{ name: 'avatar', filename: 'a.png', contentType: 'image/png', data: tinyPng() }]);
     expectError(t, await host.inject({ method: 'POST', url: '/api/user/me/avatar', headers: { 'content-type': anon.contentType }, payload: anon.body }), 401, undefined, 'POST without token');
+  });
+
+  t.test('an avatar an older version kept in the data dir moves into the database when first asked for', async (t) => {
+    const id = await host.createUser('leo', 'leo-password');
+    const auth = bearer((await login(host, 'leo', 'leo-password')).json().auth.token);
+    const file = path.join(host.dataDir, 'avatars', String(id));
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, tinyJpeg());
+    await host.host.knex('users').where({ id }).update({ avatar_type: 'image/jpeg' });
+    for (const when of ['first', 'again, from the database']) {
+      const res = await fetch(`${host.url}/api/user/me/avatar`, { headers: auth });
+      t.equal(res.status, 200, `served ${when}`);
+      t.equal(res.headers.get('content-type'), 'image/jpeg');
+      t.ok(Buffer.from(await res.arrayBuffer()).equals(tinyJpeg()), 'its bytes');
+      t.notOk(existsSync(file), 'the file is gone from the data dir');
+    }
   });
 
   t.test('GET /api/version without a token', async (t) => {
