@@ -5,6 +5,7 @@
  *  - A runs one transcode, so it is full: the next play request on A is 307 to B
  *    (the most room), with the same signed URL made of a key instead of the
  *    token (no Authorization), and B's stream decodes with ffmpeg;
+ *  - the same device asking A again (Authorization header only) reaches its job on B;
  *  - requests for B's job sent to C (a load balancer) are 307 to B, and C starts nothing;
  *  - a live session that transcodes on C takes the third place: a VOD play on B,
  *    which has room of its own, is refused, the limit being counted across the nodes.
@@ -93,6 +94,14 @@ t.test('transcodes go to the node with room; their requests to the node running 
   const decoded = await decode(location, 4);
   t.equal(decoded.code, 0, `B's stream decodes (${decoded.stderr.slice(0, 300)})`);
   t.ok(decoded.frames >= 25, `with its frames (${decoded.frames})`);
+
+  // The same device asks A again, signed in by its Authorization header: sent to its job on B, which
+  // answers although the header stayed behind (fetch, as browsers, drops it on a redirect to another origin).
+  const again = await fetch(`${a.base}/watch/vod/${item!.id}/master.m3u8?maxBitrate=300000`, { headers: { authorization: `Bearer ${users[1]}` } });
+  t.equal(again.status, 200, why(again.status === 200, 'the device asking A again is served'));
+  t.ok(again.url.startsWith(`${b.base}/`), `by B, which runs its job (${hide(again.url)})`);
+  await again.text();
+  t.equal(await transcodesOf('b'), 1, 'still one transcode on B');
 
   // A load balancer sends the job's requests to C: they go to B, the node that runs it.
   const media = master.split('\n').find((line) => line.startsWith('t/') && line.includes('video.m3u8'))!;
