@@ -2,7 +2,10 @@
  * The CPU budget for ffmpeg runs that encode video (sdk TranscodeBudget):
  * counting slots, nothing else. Callers take a slot before they spawn and
  * give it back once the process has exited, so the number of encoding ffmpeg
- * processes never exceeds what was granted.
+ * processes never exceeds what was granted. In cluster mode the slots are this
+ * node's capacity, and `share` counts each transcode in the limits of the whole
+ * installation too (leases), which also tell the nodes where a transcode runs
+ * (`runner`) and which node has room for one (`placement`).
  */
 import { createHash } from 'node:crypto';
 import os from 'node:os';
