@@ -18,6 +18,7 @@ import { LiveTvService, type RefreshSummary } from './service.js';
 import { Favorites } from './favorites.js';
 import { liveTvRoutes, searchChannels } from './routes.js';
 import { fold } from './text.js';
+import { importOnce } from './startup-import.js';
 import { HeldElsewhere, LiveSessions } from './live/sessions.js';
 import { watchRoutes } from './live/routes.js';
 import { adminSourceRoutes } from './admin-routes.js';
@@ -179,7 +180,10 @@ export default definePlugin({
           for (const task of await scheduler.list(REFRESH_KIND)) if (!wanted.has(task.id)) await scheduler.cancel(task.id);
           for (const w of wanted.values()) await schedule(w.type, w.id, w.everyMs);
           if (initialImport === 'skip') return;
-          const importing = live.refreshAll().then((summary) => logSummary(logger, summary));
+          const refreshAll = () => live.refreshAll();
+          const importing = (cluster.enabled
+            ? importOnce({ cluster, db, registry, log: logger, now: () => clock.now(), refreshAll, wait: initialImport === 'await' })
+            : refreshAll()).then((summary) => summary && logSummary(logger, summary));
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });

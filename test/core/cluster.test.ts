@@ -3,13 +3,15 @@
  * skipped without it): a token from one node works on the others, a logout,
  * a password change and a deactivation on one are refused on the others within
  * 1 s, GET /api/admin/nodes lists all three, and a guide refresh interval runs
- * one import in the whole cluster, not one per node.
+ * one import in the whole cluster, not one per node; three nodes started
+ * together import the playlist and guide once, and a node restarted within
+ * the refresh interval does not import again.
  */
 import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { serve, xmltv } from '../plugins/live-tv/fixtures.js';
+import { m3u, serve, xmltv } from '../plugins/live-tv/fixtures.js';
 import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 import { execFile } from 'node:child_process';
@@ -146,4 +148,35 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     const tasks = await call(b, 'GET', '/api/admin/jobs', admin);
     t.equal(tasks.body.tasks.filter((x: any) => x.kind === 'livetv.refresh').length, 1, 'one persisted schedule');
   });
+});
+
+t.test('three nodes started together: one start-up import', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
+  const db = await freshDatabase(PG!);
+  t.teardown(() => db.drop());
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-cluster-import-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const upstream = await serve(t);
+  upstream.routes.set('/tv.m3u', { body: m3u([{ name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` }]), type: 'audio/x-mpegurl' });
+  upstream.routes.set('/guide.xml', { body: xmltv([{ id: 'one', names: ['One'] }], []), type: 'application/xml' });
+  const plugins = [
+    '  live-tv: { initialImport: await }',
+    `  m3u-tuner: { sources: [ { name: Main, url: "${upstream.base}/tv.m3u", refresh: 1h } ] }`,
+    `  xmltv-guide: { sources: [ { url: "${upstream.base}/guide.xml", refresh: 1h } ], maxAge: 100000d }`,
+  ];
+  const nodes: NodeProcess[] = [];
+  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
+  const start = (id: string) => startNode({ dir, id, databaseUrl: db.url, leaseSeconds: 3, plugins });
+  nodes.push(...(await Promise.all(['a', 'b', 'c'].map(start))));
+  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 15)}`).join('\n')}`);
+  const fetched = () => [upstream.hits.get('/tv.m3u') ?? 0, upstream.hits.get('/guide.xml') ?? 0];
+  t.strictSame(fetched(), [1, 1], why(fetched().join() === '1,1', `the playlist and the guide fetched once by three nodes (${fetched().join(', ')})`));
+  const token = await login(nodes[2]!.base, 'admin', CLUSTER_ADMIN_PASSWORD);
+  for (const node of nodes) {
+    const channels = ((await (await fetch(`${node.base}/channels`, { headers: { authorization: `Bearer ${token}` } })).json()) as any).channels;
+    t.equal(channels?.length, 1, `node ${node.id} lists the imported channel (initialImport: await waited for the node that imported)`);
+  }
+  // A restart within the refresh interval: the sources are current, nothing is fetched again.
+  await stopNode(nodes[1]!);
+  nodes[1] = await start('b');
+  t.strictSame(fetched(), [1, 1], 'a node restarted within the refresh interval imports nothing');
 });
