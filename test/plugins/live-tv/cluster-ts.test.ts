@@ -10,8 +10,8 @@ import http from 'node:http';
 import { killGroup, startUpstream } from '../../helpers/upstream.js';
 import { decode, playerPids } from '../../helpers/player.js';
 import { waitFor } from '../../helpers/wait.js';
-import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../../helpers/cluster.js';
-import { m3u, tempDir, write } from './fixtures.js';
+import { testCluster, type NodeProcess } from '../../helpers/cluster.js';
+import { m3u, write } from './fixtures.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(180_000);
@@ -36,31 +36,25 @@ function openStream(url: string, bytes = 188 * 100): Promise<{ status: number; r
 }
 
 t.test('MPEG-TS streams of a channel another node runs', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
-  const db = await freshDatabase(PG!);
-  t.teardown(() => db.drop());
   const upstream = await startUpstream();
   t.teardown(async () => {
     await upstream.close();
     for (const pid of playerPids) killGroup(pid);
   });
-  const dir = await tempDir(t, 'antenna-live-cluster-ts-');
-  await write(dir, 'tv.m3u', m3u([
-    { name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` },
-    { name: 'Two', tvgId: 'two', chno: '2', url: `${upstream.base}/live/two.ts` },
-  ]));
   const plugins = [
     '  live-tv: { initialImport: await, idleTimeout: 20s, readyTimeout: 30s }',
     '  m3u-tuner: { sources: [ { name: Main, url: ./tv.m3u, maxStreams: 1 } ] }',
     '  hdhomerun: {}',
     '  iptv-output: {}',
   ];
-  const nodes: NodeProcess[] = [];
-  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
-  nodes.push(await startNode({ dir, id: 'a', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  nodes.push(await startNode({ dir, id: 'b', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  const [a, b] = nodes as [NodeProcess, NodeProcess];
-  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 12)}`).join('\n')}`);
-  const headers = { authorization: `Bearer ${await login(a.base, 'admin', CLUSTER_ADMIN_PASSWORD)}` };
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-live-cluster-ts-', leaseSeconds: 3, plugins });
+  await write(cluster.dir, 'tv.m3u', m3u([
+    { name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` },
+    { name: 'Two', tvgId: 'two', chno: '2', url: `${upstream.base}/live/two.ts` },
+  ]));
+  const [a, b] = await cluster.start(['a', 'b']) as [NodeProcess, NodeProcess];
+  const { why } = cluster;
+  const headers = { authorization: `Bearer ${await cluster.adminToken()}` };
   const createKey = async (name: string) => ((await (await fetch(`${a.base}/api/admin/access-keys`, {
     method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name }),
   })).json()) as any).access_key as { id: number; key: string };
