@@ -3,7 +3,8 @@
  * takes the lease imports, unless a node imported the same sources within their shortest
  * refresh interval (the scheduled refreshes, which run once in the cluster, keep them current
  * from there); the others skip it. Nodes starting together thus import once, and a node that
- * restarts later does not import again.
+ * restarts later does not import again. Sources that never refresh are imported again only
+ * when the configured sources change.
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Database, Logger } from 'antenna/sdk';
