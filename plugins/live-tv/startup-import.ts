@@ -1,7 +1,7 @@
 /**
  * Cluster mode: the start-up import once per installation, not once per node. The node that
- * takes the lease imports, unless a node imported the same sources within their shortest
- * refresh interval (the scheduled refreshes, which run once in the cluster, keep them current
+ * takes the lease imports, unless a start-up import of the same sources ended within their
+ * shortest refresh interval (the scheduled refreshes, which run once in the cluster, keep them current
  * from there); the others skip it. Nodes starting together thus import once, and a node that
  * restarts later does not import again. Sources that never refresh are imported again only
  * when the configured sources change.
