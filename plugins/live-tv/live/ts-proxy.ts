@@ -47,9 +47,9 @@ export async function proxyMpegTs(url: string, deps: {
     clearTimeout(timer);
   }
   if (res.status !== 200 || !res.body) {
-    const body = await res.json().catch(() => ({})) as { error?: string };
+    const answer = await res.json().catch(() => ({})) as { error?: string };
     close();
-    const why = body.error ?? `HTTP ${res.status}`;
+    const why = answer.error ?? `HTTP ${res.status}`;
     // A full tuner or a stream not ready is what the client would hear from the owner itself; anything else is the owner failing.
     if (res.status === 409 || res.status === 503) throw new AppError(res.status, res.status === 409 ? 'ANTENNA_CONFLICT' : 'ANTENNA_UNAVAILABLE', why, retryAfter(res));
     throw errors.badGateway(`The node that runs the channel (${deps.node}) answered ${res.status}: ${why}`, 5);
