@@ -329,7 +329,9 @@ export interface LiveTvAccess {
    * viewer's hold (above) whose segments are copied into MPEG-TS, starting with the newest ones the
    * session keeps. Resolves once there is something to send; 404 unknown channel, 409 tuner full,
    * 503 when the stream does not start. `signal` (the client went away) closes it; so does the
-   * revocation of `grant`'s access key, the stream then cut off at once. (Since SDK 1.2.)
+   * revocation of `grant`'s access key, the stream then cut off at once. In cluster mode, when
+   * another node runs the channel, the stream is that node's, read with a key `grant` mints and
+   * passed on (no second upstream connection or tuner slot; without `grant`, 409). (Since SDK 1.2.)
    */
   mpegTs(channelId: number, options: { label: string; signal?: AbortSignal; grant?: AccessGrant }): Promise<LiveMpegTs>;
   /**

@@ -5,6 +5,8 @@ import type { Clock, Cluster, JobManager, Lease, ScheduledTask, Scheduler } from
 type Handler = (task: ScheduledTask, signal: AbortSignal) => Promise<void>;
 const MAX_TIMER = 2 ** 31 - 1;
 const TOPIC = 'scheduler';
+/** The message of a batch: re-read every task (one query per node) rather than one message and one query per task. */
+const ALL = '*';
 
 /** Without a cluster: one node, every lease its own. */
 const ALONE: Cluster = {
@@ -36,7 +38,10 @@ export class SchedulerImpl implements Scheduler {
     private readonly knex: Knex, private readonly log: Logger, private readonly jobs: JobManager, private readonly clock: Clock,
     private readonly cluster: Cluster = ALONE,
   ) {
-    if (cluster.enabled) cluster.subscribe(TOPIC, (id) => void this.reload(id));
+    if (cluster.enabled) {
+      cluster.subscribe(TOPIC, (id) => void (id === ALL ? this.resync() : this.reload(id))
+        .catch((err) => this.log.warn({ error: (err as Error).message }, 'scheduler: re-reading after a change failed')));
+    }
   }
 
   handle(kind: string, handler: Handler): void {
@@ -56,7 +61,9 @@ export class SchedulerImpl implements Scheduler {
     const unique = [...new Map(rows.map((r) => [r.id, r])).values()];
     for (let i = 0; i < unique.length; i += SCHEDULE_CHUNK) await this.knex('scheduled_tasks').insert(unique.slice(i, i + SCHEDULE_CHUNK)).onConflict('id').merge();
     if (this.started) for (const task of tasks) this.arm({ ...task, at: Math.round(task.at) });
-    for (const row of unique) this.cluster.publish(TOPIC, row.id);
+    // A series evaluation schedules hundreds at once: the other nodes get one message for the batch.
+    if (unique.length === 1) this.cluster.publish(TOPIC, unique[0]!.id);
+    else if (unique.length > 1) this.cluster.publish(TOPIC, ALL);
   }
 
   async cancel(id: string): Promise<boolean> {

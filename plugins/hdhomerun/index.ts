@@ -165,7 +165,7 @@ function routes(http: HttpScope, live: LiveTvAccess, docs: Documents, grantOf: (
     exposeHeadRoute: false,
     schema: {
       summary: 'A channel as one continuous MPEG-TS (video/mp2t)', tags,
-      description: '`v<GuideNumber>` from the lineup. The stream is the channel\'s shared live session (one upstream connection however many watch). Query parameters clients add (transcode=, duration=) are ignored. Every tuner slot of the source in use → 503 with `X-HDHomeRun-Error: 805 All Tuners In Use`.',
+      description: '`v<GuideNumber>` from the lineup. The stream is the channel\'s shared live session (one upstream connection however many watch); in cluster mode, when another node runs the channel, this node reads that node\'s stream and passes it on (HDHomeRun clients follow no redirect), still one upstream connection. Query parameters clients add (transcode=, duration=) are ignored. Every tuner slot of the source in use → 503 with `X-HDHomeRun-Error: 805 All Tuners In Use`.',
       params: keyed ? Type.Object({ key: Type.String(), channel: Type.String() }) : Type.Object({ channel: Type.String() }),
       response: { ...Errors },
     },

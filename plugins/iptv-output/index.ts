@@ -119,7 +119,7 @@ function routes(http: HttpScope, live: LiveTvAccess, options: { guideDays: numbe
     exposeHeadRoute: false, // a HEAD would tune the channel like a GET
     schema: {
       summary: 'A channel as one continuous MPEG-TS (video/mp2t)', tags,
-      description: '`<channel id>.ts`, as the playlist lists it: the channel\'s shared live session. 409 when the source has no free stream.',
+      description: '`<channel id>.ts`, as the playlist lists it: the channel\'s shared live session (in cluster mode, when another node runs the channel, that node\'s stream passed on by this one: still one upstream connection). 409 when the source has no free stream.',
       params: Type.Object({ ...params, file: Type.String() }),
       response: { ...Errors },
     },

@@ -8,16 +8,18 @@ import { rm, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   coreServices, createServiceRef, dashPackagerService, definePlugin, Duration, errors, guidesExtensionPoint, hlsPackagerService,
-  liveTvService, parseDuration, tunersExtensionPoint, Type, type FfmpegService, type LiveTvAccess, type Logger,
+  liveTvService, parseDuration, tunersExtensionPoint, Type, type AccessGrant, type FfmpegService, type LiveTvAccess, type Logger,
 } from 'antenna/sdk';
 import { openMpegTs } from './live/mpegts.js';
+import { proxyMpegTs } from './live/ts-proxy.js';
 import { migrations } from './migrations.js';
 import { LiveTvRegistry } from './registry.js';
 import { LiveTvService, type RefreshSummary } from './service.js';
 import { Favorites } from './favorites.js';
 import { liveTvRoutes, searchChannels } from './routes.js';
 import { fold } from './text.js';
-import { LiveSessions } from './live/sessions.js';
+import { importOnce } from './startup-import.js';
+import { HeldElsewhere, LiveSessions } from './live/sessions.js';
 import { watchRoutes } from './live/routes.js';
 import { adminSourceRoutes } from './admin-routes.js';
 import { adminChannelRoutes } from './admin-channel-routes.js';
@@ -113,7 +115,11 @@ export default definePlugin({
           workDir, segmentSeconds, idleTimeoutMs: parseDuration(idleTimeout), readyTimeoutMs: parseDuration(readyTimeout),
           timeshiftSeconds, timeshiftMaxBytes, stallTimeoutMs: parseDuration(stallTimeout), failoverCooldownMs: parseDuration(failoverCooldown),
         }, cluster);
-        watchRoutes(http, { auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds });
+        const readyTimeoutMs = parseDuration(readyTimeout);
+        watchRoutes(http, {
+          auth, sessions, channels: live.channels, guide: live.guide, hls, dash, host, timeshiftSeconds,
+          mpegTs: async (channel, label, signal) => openMpegTs(await sessions.hold(channel, label, { viewer: true }), { ffmpeg, log: logger, label, readyTimeoutMs, signal }),
+        });
 
         adminSourceRoutes(http, { service: live, registry, jobs, scheduler, refreshKind: REFRESH_KIND });
         adminChannelRoutes(http, { service: live, registry, sources, sessions });
@@ -174,7 +180,10 @@ export default definePlugin({
           for (const task of await scheduler.list(REFRESH_KIND)) if (!wanted.has(task.id)) await scheduler.cancel(task.id);
           for (const w of wanted.values()) await schedule(w.type, w.id, w.everyMs);
           if (initialImport === 'skip') return;
-          const importing = live.refreshAll().then((summary) => logSummary(logger, summary));
+          const refreshAll = () => live.refreshAll();
+          const importing = (cluster.enabled
+            ? importOnce({ cluster, db, registry, log: logger, now: () => clock.now(), refreshAll, wait: initialImport === 'await' })
+            : refreshAll()).then((summary) => summary && logSummary(logger, summary));
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });
@@ -216,6 +225,9 @@ export default definePlugin({
   },
 });
 
+/** The channel as MPEG-TS on the node that runs it, with a key the grant minted (what a node proxying it asks for). */
+const tsPath = (channelId: number, grant: AccessGrant) => `/watch/live/${channelId}/stream.ts?key=${grant.mediaKey(`live:${channelId}`)}`;
+
 /** The channel, guide and session lookups plugins building on live TV (the DVR) get. */
 function accessService(
   registry: LiveTvRegistry, service: LiveTvService, sessions: LiveSessions, ts: { ffmpeg: FfmpegService; logger: Logger; readyTimeoutMs: number },
@@ -249,7 +261,16 @@ function accessService(
     },
     hold,
     async mpegTs(channelId, { label, signal, grant }) {
-      return openMpegTs(await hold(channelId, label, { viewer: true }), { ...ts, log: ts.logger, label, signal, grant });
+      let held;
+      try {
+        held = await hold(channelId, label, { viewer: true });
+      } catch (err) {
+        // Cluster mode: another node runs the channel; its stream is passed on (see ts-proxy.ts).
+        if (!(err instanceof HeldElsewhere && err.url && grant)) throw err;
+        const url = `${err.url.replace(/\/$/, '')}${tsPath(channelId, grant)}`;
+        return proxyMpegTs(url, { node: err.node, log: ts.logger, label, readyTimeoutMs: ts.readyTimeoutMs, signal, grant });
+      }
+      return openMpegTs(held, { ...ts, log: ts.logger, label, signal, grant });
     },
     // The scope is the one the watch routes check (live/routes.ts).
     hlsPath: (channelId, grant) => `/watch/live/${channelId}/master.m3u8?key=${grant.mediaKey(`live:${channelId}`)}`,

@@ -3,14 +3,14 @@
  * skipped without it): a token from one node works on the others, a logout,
  * a password change and a deactivation on one are refused on the others within
  * 1 s, GET /api/admin/nodes lists all three, and a guide refresh interval runs
- * one import in the whole cluster, not one per node.
+ * one import in the whole cluster, not one per node; three nodes started
+ * together import the playlist and guide once, and a node restarted within
+ * the refresh interval does not import again.
  */
 import t from 'tap';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { serve, xmltv } from '../plugins/live-tv/fixtures.js';
-import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../helpers/cluster.js';
+import { m3u, serve, xmltv } from '../plugins/live-tv/fixtures.js';
+import { CLUSTER_ADMIN_PASSWORD, login, testCluster, type NodeProcess } from '../helpers/cluster.js';
 import { waitFor } from '../helpers/wait.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -38,10 +38,6 @@ t.test('a single node: GET /api/admin/nodes lists itself; cluster on SQLite stop
 });
 
 t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
-  const db = await freshDatabase(PG!);
-  t.teardown(() => db.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-cluster-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const upstream = await serve(t);
   const guideTimes: number[] = [];
   const guide = xmltv([{ id: 'one', names: ['One'] }], []);
@@ -54,13 +50,11 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     '  live-tv: { initialImport: skip }',
     `  xmltv-guide: { sources: [ { url: "${upstream.base}/guide.xml", refresh: ${REFRESH_S}s } ], maxAge: 100000d }`,
   ];
-  const nodes: NodeProcess[] = [];
-  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-cluster-', leaseSeconds: 3, plugins });
   // The first node makes the tables; the others start together (they wait for each other's migrations).
-  nodes.push(await startNode({ dir, id: 'a', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  nodes.push(...(await Promise.all(['b', 'c'].map((id) => startNode({ dir, id, databaseUrl: db.url, leaseSeconds: 3, plugins })))));
+  const nodes = await cluster.start(['a', 'b', 'c']);
   const [a, b, c] = nodes as [NodeProcess, NodeProcess, NodeProcess];
-  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 15)}`).join('\n')}`);
+  const why = (ok: boolean, what: string) => cluster.why(ok, what, 15);
 
   const call = async (node: NodeProcess, method: string, url: string, token: string, body?: unknown) => {
     const res = await fetch(node.base + url, {
@@ -79,7 +73,7 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     }
   };
 
-  const admin = await login(a.base, 'admin', CLUSTER_ADMIN_PASSWORD);
+  const admin = await cluster.adminToken();
 
   t.test('one admin, one secret: a token from A works on B and C', async (t) => {
     for (const node of [b, c]) {
@@ -131,7 +125,7 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     t.equal((await call(a, 'POST', '/api/admin/users', admin, { username: 'olga', password: 'olga-password', admin: false, active: true })).status, 201);
     const token = await login(b.base, 'olga', 'olga-password', 'tv');
     for (const node of nodes) t.equal((await call(node, 'GET', '/me', token)).status, 200);
-    const cli = await promisify(execFile)(process.execPath, [CLI, 'user', 'passwd', 'olga', '--password', 'olga-new-password', '--config', path.join(dir, 'node-a.yaml')], { cwd: dir, env: cleanEnv() });
+    const cli = await promisify(execFile)(process.execPath, [CLI, 'user', 'passwd', 'olga', '--password', 'olga-new-password', '--config', path.join(cluster.dir, 'node-a.yaml')], { cwd: cluster.dir, env: cleanEnv() });
     t.match(cli.stdout, /1 session\(s\) signed out/);
     for (const node of nodes) t.ok(await refusedWithin1s(node, token), `node ${node.id} refuses her session within 1 s`);
   });
@@ -146,4 +140,30 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
     const tasks = await call(b, 'GET', '/api/admin/jobs', admin);
     t.equal(tasks.body.tasks.filter((x: any) => x.kind === 'livetv.refresh').length, 1, 'one persisted schedule');
   });
+});
+
+t.test('three nodes started together: one start-up import', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
+  const upstream = await serve(t);
+  upstream.routes.set('/tv.m3u', { body: m3u([{ name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` }]), type: 'audio/x-mpegurl' });
+  upstream.routes.set('/guide.xml', { body: xmltv([{ id: 'one', names: ['One'] }], []), type: 'application/xml' });
+  const plugins = [
+    '  live-tv: { initialImport: await }',
+    `  m3u-tuner: { sources: [ { name: Main, url: "${upstream.base}/tv.m3u", refresh: 1h } ] }`,
+    `  xmltv-guide: { sources: [ { url: "${upstream.base}/guide.xml", refresh: 1h } ], maxAge: 100000d }`,
+  ];
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-cluster-import-', leaseSeconds: 3, plugins });
+  // All three at once: the first node (of three) to take the lease imports, after the tables are made.
+  const nodes = cluster.nodes;
+  await Promise.all(['a', 'b', 'c'].map((id) => cluster.start([id])));
+  const why = (ok: boolean, what: string) => cluster.why(ok, what, 15);
+  const fetched = () => [upstream.hits.get('/tv.m3u') ?? 0, upstream.hits.get('/guide.xml') ?? 0];
+  t.strictSame(fetched(), [1, 1], why(fetched().join() === '1,1', `the playlist and the guide fetched once by three nodes (${fetched().join(', ')})`));
+  const token = await cluster.adminToken();
+  for (const node of nodes) {
+    const channels = ((await (await fetch(`${node.base}/channels`, { headers: { authorization: `Bearer ${token}` } })).json()) as any).channels;
+    t.equal(channels?.length, 1, `node ${node.id} lists the imported channel (initialImport: await waited for the node that imported)`);
+  }
+  // A restart within the refresh interval: the sources are current, nothing is fetched again.
+  await cluster.restart(nodes[1]!);
+  t.strictSame(fetched(), [1, 1], 'a node restarted within the refresh interval imports nothing');
 });

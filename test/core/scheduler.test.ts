@@ -3,6 +3,11 @@ import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestHost } from '../../sdk/testing.js';
+import { freshDatabase } from '../helpers/cluster.js';
+
+interface Listener { connect(): Promise<void>; query(sql: string): Promise<unknown>; end(): Promise<void>; on(event: 'notification', fn: (n: { payload?: string }) => void): void }
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Client: PgClient } = require('pg') as { Client: new (o: { connectionString: string }) => Listener };
 
 const SDK = path.resolve(__dirname, '../../sdk/index.js');
 
@@ -92,4 +97,43 @@ t.test('scheduleMany: many tasks stored and armed at once; an id given twice kee
   t.notOk(g.__runs.some((r: string) => r.startsWith('many-') && r !== 'many-7:{"again":true}'), 'the others wait for their time');
   await g.__scheduler.scheduleMany([]);
   await t.rejects(g.__scheduler.scheduleMany([{ id: 'bad', kind: 'tick', at: Number.NaN }]), /task bad has no valid time/);
+});
+
+t.test('cluster: a batch is one message, and another node arms every task of it', { skip: !process.env.ANTENNA_TEST_PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
+  const db = await freshDatabase(process.env.ANTENNA_TEST_PG!);
+  t.teardown(() => db.drop());
+  // A long lease: the nodes' periodic re-read of the table (every lease time) never happens during the test, only messages count.
+  const node = (nodeId: string) => createTestHost({ config: { database: { client: 'pg', connection: db.url }, cluster: { nodeId, leaseSeconds: 600 } } });
+  const a = await node('a');
+  t.teardown(() => a.close());
+  const b = await node('b');
+  t.teardown(() => b.close());
+  const ran: string[] = [];
+  b.host.scheduler.handle('tick', async (task) => { ran.push(task.id); }); // A has no handler: only B can run them
+
+  const listener = new PgClient({ connectionString: db.url });
+  await listener.connect();
+  t.teardown(() => listener.end());
+  const heard: string[] = [];
+  listener.on('notification', (n) => heard.push(n.payload ?? ''));
+  await listener.query('LISTEN antenna_cluster');
+  /** Every message sent before it has arrived once our own marker has (NOTIFYs arrive in commit order). */
+  const settled = async () => {
+    const marker = `test.marker listener ${heard.length}`;
+    await listener.query(`NOTIFY antenna_cluster, '${marker}'`);
+    await until(() => heard.includes(marker));
+  };
+  const fromA = () => heard.filter((m) => m.startsWith('scheduler a '));
+
+  const at = Date.now() + 500;
+  await a.host.scheduler.scheduleMany(Array.from({ length: 300 }, (_, i) => ({ id: `batch-${i}`, kind: 'tick', at: at + i })));
+  t.ok(await until(() => ran.length === 300, 30_000), `B ran every task of A's batch (${ran.length})`);
+  await settled();
+  t.equal(fromA().length, 1, 'A sent one message for the batch of 300');
+
+  await a.host.scheduler.schedule({ id: 'single', kind: 'tick', at: Date.now() });
+  t.ok(await until(() => ran.includes('single'), 30_000), 'B ran a single task A scheduled');
+  await settled();
+  t.strictSame(fromA().slice(1), ['scheduler a single'], 'a single task is one message naming it');
+  t.equal(new Set(ran).size, ran.length, 'each task ran once');
 });

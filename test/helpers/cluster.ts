@@ -1,12 +1,14 @@
 /**
  * Several `antenna serve` processes on one PostgreSQL database (ANTENNA_TEST_PG):
  * a fresh database per call, one config file and data dir per node, and a
- * shared folder beside them (recordings). For the cluster tests and benches.
+ * shared folder beside them (recordings). For the cluster tests and benches;
+ * testCluster is what a tap test sets up with them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { CLI } from './repo.js';
 import { cleanEnv, unusedPort } from './env.js';
@@ -121,4 +123,57 @@ export function logTail(file: string, lines = 30): string {
   let text = '';
   try { text = readFileSync(file, 'utf8'); } catch { return ''; }
   return text.split('\n').slice(-lines).join('\n').replace(/(api_key|key)=[^&"\s]*/g, '$1=***').replace(/Bearer [\w.-]+/g, 'Bearer ***');
+}
+
+/** A cluster test's setting: a fresh database and a temp dir, removed with the test, and the nodes it starts there, stopped with it. */
+export interface TestCluster {
+  dir: string;
+  databaseUrl: string;
+  /** The nodes started, in order (a restarted one keeps its place). */
+  nodes: NodeProcess[];
+  /** Starts nodes with the test's plugins and lease time: the first alone (it makes the tables), the others together (they wait for its migrations). */
+  start(ids: string[], options?: Partial<NodeOptions>): Promise<NodeProcess[]>;
+  /** Stops a node and starts it again with the same id and config. */
+  restart(node: NodeProcess): Promise<NodeProcess>;
+  /** POST /login as the admin on the first node; the token. */
+  adminToken(): Promise<string>;
+  /** `what`, with the end of every node's log when `ok` is false: an assertion's message. */
+  why(ok: boolean, what: string, lines?: number): string;
+}
+
+interface Teardowns { teardown(fn: () => unknown): void }
+
+export async function testCluster(t: Teardowns, o: { pg: string; prefix: string; leaseSeconds: number; plugins?: string[] }): Promise<TestCluster> {
+  const db = await freshDatabase(o.pg);
+  t.teardown(() => db.drop());
+  const dir = await mkdtemp(path.join(os.tmpdir(), o.prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const nodes: NodeProcess[] = [];
+  // Registered last, so it runs first: the nodes stop before their database and folder go.
+  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
+  const options = new Map<string, NodeOptions>();
+  const one = async (id: string, extra: Partial<NodeOptions>) => {
+    const opts: NodeOptions = { dir, id, databaseUrl: db.url, leaseSeconds: o.leaseSeconds, plugins: o.plugins, ...extra };
+    options.set(id, opts);
+    return startNode(opts);
+  };
+  return {
+    dir, databaseUrl: db.url, nodes,
+    async start(ids, extra = {}) {
+      const [first, ...rest] = ids;
+      const started = first === undefined ? [] : [await one(first, extra)];
+      nodes.push(...started);
+      const others = await Promise.all(rest.map((id) => one(id, extra)));
+      nodes.push(...others);
+      return [...started, ...others];
+    },
+    async restart(node) {
+      await stopNode(node);
+      const again = await startNode(options.get(node.id)!);
+      nodes[nodes.indexOf(node)] = again;
+      return again;
+    },
+    adminToken: () => login(nodes[0]!.base, 'admin', CLUSTER_ADMIN_PASSWORD),
+    why: (ok, what, lines = 12) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, lines)}`).join('\n')}`),
+  };
 }

@@ -2,9 +2,9 @@ import { constants } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
 import {
   AppError,
-  errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope, type Presentation,
+  errors, isDashOnly, Type, type AuthService, type AuthUser, type DashPackager, type HlsPackager, type HostInfo, type HttpScope, type LiveMpegTs, type Presentation,
 } from 'antenna/sdk';
-import type { ChannelStore } from '../channel-store.js';
+import type { Channel, ChannelStore } from '../channel-store.js';
 import { acceptsGzip, gzipped } from '../gzip.js';
 import { clientCaps } from './codecs.js';
 import { FileCache } from './file-cache.js';
@@ -154,6 +154,8 @@ export interface ProgrammeLookup {
 export function watchRoutes(http: HttpScope, deps: {
   auth: AuthService; sessions: LiveSessions; channels: ChannelStore; guide: ProgrammeLookup; hls: HlsPackager; dash: DashPackager; host: HostInfo;
   timeshiftSeconds: number;
+  /** The channel's session on this node as MPEG-TS (a viewer's hold); HeldElsewhere when another node runs it. */
+  mpegTs(channel: Channel, label: string, signal: AbortSignal): Promise<LiveMpegTs>;
 }): void {
   const { auth, sessions, channels, guide, hls, dash, host, timeshiftSeconds } = deps;
   const mediaScope = (request: FastifyRequest) => `live:${(request.params as { channel_id: unknown }).channel_id}`;
@@ -297,6 +299,33 @@ export function watchRoutes(http: HttpScope, deps: {
       format: dashOnly ? 'dash' as const : 'hls' as const,
       timeshift: timeshiftSeconds,
     };
+  });
+
+  http.get('/watch/live/:channel_id/stream.ts', {
+    config,
+    exposeHeadRoute: false, // a HEAD would tune the channel like a GET
+    schema: {
+      summary: 'Watch a channel as one continuous MPEG-TS (video/mp2t)', tags: ['live-tv'],
+      description: 'The channel\'s shared live session, remuxed to MPEG-TS from its newest segments: what the HDHomeRun and M3U outputs send. In cluster mode, a node whose HDHomeRun or M3U client asks for a channel another node runs reads it here from that node (with a key the client\'s access key minted) and passes the bytes on: one upstream connection, one tuner slot. 409 when the tuner has no free stream; 307 to the same URL on the node that runs the channel when another node of the cluster does; 503 when the stream does not start.',
+      params: Params,
+      querystring: Type.Object(credentials),
+      response: { 307: ErrorBody, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody },
+    },
+  }, async (request, reply) => {
+    const { channel_id } = request.params as { channel_id: number };
+    const user = auth.requireUser(request);
+    const channel = await channelOf(channel_id);
+    const gone = new AbortController();
+    request.raw.on('close', () => gone.abort());
+    let ts: LiveMpegTs;
+    try {
+      ts = await deps.mpegTs(channel, `ts ${user.username}`, gone.signal);
+    } catch (err) {
+      if (err instanceof HeldElsewhere && err.url) throw sendElsewhere(request, user, channel_id, err.url, err.message);
+      throw err;
+    }
+    reply.raw.on('close', () => ts.close());
+    return reply.header('cache-control', 'no-store').type('video/mp2t').send(ts.stream);
   });
 
   http.get('/watch/live/:channel_id/s/:attempt/:file', {

@@ -7,17 +7,16 @@
  * each airing is scheduled once.
  */
 import t from 'tap';
-import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, pgQuery, startNode, stopNode, type NodeProcess } from '../../helpers/cluster.js';
+import { pgQuery, testCluster, type NodeProcess } from '../../helpers/cluster.js';
 import { waitFor } from '../../helpers/wait.js';
-import { m3u, tempDir, write, xmltv, xt } from '../live-tv/fixtures.js';
+import { m3u, write, xmltv, xt } from '../live-tv/fixtures.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(90_000);
 
 t.test('channel edits and series rules across two nodes', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
-  const db = await freshDatabase(PG!);
-  t.teardown(() => db.drop());
-  const dir = await tempDir(t, 'antenna-cluster-invalidation-');
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-cluster-invalidation-', leaseSeconds: 3 });
+  const { dir } = cluster;
   // Nothing is tuned: the stream URLs are never opened.
   await write(dir, 'tv.m3u', m3u([
     { name: 'One', tvgId: 'one', chno: '1', url: 'http://127.0.0.1:9/one.ts' },
@@ -36,13 +35,9 @@ t.test('channel edits and series rules across two nodes', { skip: !PG && 'needs 
     '  xmltv-guide: { sources: [ { url: ./guide.xml } ], maxAge: 100000d }',
     '  dvr: { path: ./recordings, prePadding: 0s, postPadding: 0s }',
   ];
-  const nodes: NodeProcess[] = [];
-  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
-  nodes.push(await startNode({ dir, id: 'a', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  nodes.push(await startNode({ dir, id: 'b', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  const [a, b] = nodes as [NodeProcess, NodeProcess];
-  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 12)}`).join('\n')}`);
-  const token = await login(a.base, 'admin', CLUSTER_ADMIN_PASSWORD);
+  const [a, b] = await cluster.start(['a', 'b'], { plugins }) as [NodeProcess, NodeProcess];
+  const { why } = cluster;
+  const token = await cluster.adminToken();
   const call = async (node: NodeProcess, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> => {
     const res = await fetch(node.base + url, {
       method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
@@ -81,7 +76,7 @@ t.test('channel edits and series rules across two nodes', { skip: !PG && 'needs 
     // B evaluates again, now that the rule is there: a second one-off.
     const again = await call(b, 'PATCH', `/api/dvr/rules/${rule.json.id}`, { priority: 1 });
     t.equal(again.status, 200, again.status === 200 ? 'rule changed through B' : JSON.stringify(again.json));
-    const rows = await pgQuery(db.url, 'SELECT channel_id, program_id, count(*)::int AS n FROM dvr_recordings WHERE rule_id IS NOT NULL GROUP BY channel_id, program_id');
+    const rows = await pgQuery(cluster.databaseUrl, 'SELECT channel_id, program_id, count(*)::int AS n FROM dvr_recordings WHERE rule_id IS NOT NULL GROUP BY channel_id, program_id');
     t.equal(rows.length, 6, `six airings scheduled (${JSON.stringify(rows)})`);
     t.ok(rows.every((r) => r.n === 1), 'one recording row per airing');
   });

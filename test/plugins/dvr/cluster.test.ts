@@ -11,9 +11,9 @@ import path from 'node:path';
 import pino from 'pino';
 import { reapLeftovers } from '../../../core/ffmpeg/leftovers.js';
 import { startUpstream } from '../../helpers/upstream.js';
-import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../../helpers/cluster.js';
+import { testCluster, type NodeProcess } from '../../helpers/cluster.js';
 import { waitFor } from '../../helpers/wait.js';
-import { m3u, tempDir, write, xmltv, xt } from '../live-tv/fixtures.js';
+import { m3u, write, xmltv, xt } from '../live-tv/fixtures.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(240_000);
@@ -21,11 +21,10 @@ const SLOT_MS = 40_000;
 const LEASE_S = 3;
 
 t.test('a recording with three nodes, through a SIGKILL of the node recording it', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
-  const db = await freshDatabase(PG!);
-  t.teardown(() => db.drop());
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
-  const dir = await tempDir(t, 'antenna-dvr-cluster-');
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-dvr-cluster-', leaseSeconds: LEASE_S });
+  const { dir } = cluster;
   await write(dir, 'tv.m3u', m3u([{ name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` }]));
   // Programmes of 40 s from two minutes ago to ten minutes ahead.
   const first = Math.floor(Date.now() / SLOT_MS) * SLOT_MS - 3 * SLOT_MS;
@@ -39,12 +38,9 @@ t.test('a recording with three nodes, through a SIGKILL of the node recording it
     '  xmltv-guide: { sources: [ { url: ./guide.xml } ], maxAge: 100000d }',
     '  dvr: { path: ./recordings, prePadding: 1s, postPadding: 1s }',
   ];
-  const nodes: NodeProcess[] = [];
-  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
-  nodes.push(await startNode({ dir, id: 'a', databaseUrl: db.url, leaseSeconds: LEASE_S, plugins }));
-  nodes.push(...(await Promise.all(['b', 'c'].map((id) => startNode({ dir, id, databaseUrl: db.url, leaseSeconds: LEASE_S, plugins })))));
-  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 12)}`).join('\n')}`);
-  const token = await login(nodes[0]!.base, 'admin', CLUSTER_ADMIN_PASSWORD);
+  const nodes = await cluster.start(['a', 'b', 'c'], { plugins });
+  const { why } = cluster;
+  const token = await cluster.adminToken();
   const get = async (node: NodeProcess, url: string): Promise<any> => {
     const res = await fetch(node.base + url, { headers: { authorization: `Bearer ${token}` } });
     if (!res.ok) throw new Error(`GET ${url} on ${node.id}: ${res.status} ${await res.text()}`);

@@ -157,6 +157,17 @@ t.test('hdhomerun', async (t) => {
     t.ok(heavy.seconds >= 1.5, `?transcode=heavy plays (${heavy.seconds.toFixed(2)} s)`);
   });
 
+  t.test('live-tv\'s /watch/live/{id}/stream.ts (what another node of a cluster reads): the same MPEG-TS, with a token or a channel key', async (t) => {
+    const played = await decode(`${host.url}/watch/live/1/stream.ts?api_key=${host.adminToken}`, 3);
+    t.equal(played.code, 0, played.stderr);
+    t.ok(played.seconds >= 2.5, `decoded ${played.seconds.toFixed(2)} s of video`);
+    expectError(t, await host.inject({ method: 'GET', url: '/watch/live/1/stream.ts' }), 401, undefined, 'no token, no key');
+    const info = (await host.inject({ method: 'GET', url: '/watch/live/2/play-info', headers: host.authHeaders })).json();
+    const otherKey = new URL(info.url, host.url).searchParams.get('key');
+    expectError(t, await host.inject({ method: 'GET', url: `/watch/live/1/stream.ts?key=${otherKey}` }), 401, undefined, 'another channel\'s key');
+    expectError(t, await host.inject({ method: 'GET', url: '/watch/live/999/stream.ts', headers: host.authHeaders }), 404, 'No channel 999');
+  });
+
   t.test('two TS clients and an HLS viewer share one upstream connection', async (t) => {
     const before = upstream.connections('/live/two.ts');
     const a = await openStream(`${base}/auto/v2`);

@@ -9,18 +9,22 @@
 import t from 'tap';
 import { startUpstream } from '../../helpers/upstream.js';
 import { waitFor } from '../../helpers/wait.js';
-import { CLUSTER_ADMIN_PASSWORD, freshDatabase, login, logTail, startNode, stopNode, type NodeProcess } from '../../helpers/cluster.js';
-import { m3u, tempDir, write, xmltv, xt } from './fixtures.js';
+import { testCluster, type NodeProcess } from '../../helpers/cluster.js';
+import { m3u, write, xmltv, xt } from './fixtures.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(180_000);
 
 t.test('maxStreams: 1 across three nodes', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
-  const db = await freshDatabase(PG!);
-  t.teardown(() => db.drop());
   const upstream = await startUpstream();
   t.teardown(() => upstream.close());
-  const dir = await tempDir(t, 'antenna-live-cluster-');
+  const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-live-cluster-', leaseSeconds: 3, plugins: [
+    '  live-tv: { initialImport: await, idleTimeout: 20s, readyTimeout: 30s }',
+    '  m3u-tuner: { sources: [ { name: Main, url: ./tv.m3u, maxStreams: 1 } ] }',
+    '  xmltv-guide: { sources: [ { url: ./guide.xml } ], maxAge: 100000d }',
+    '  dvr: { path: ./recordings, prePadding: 0s, postPadding: 0s }',
+  ] });
+  const { dir } = cluster;
   await write(dir, 'tv.m3u', m3u([
     { name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` },
     { name: 'Two', tvgId: 'two', chno: '2', url: `${upstream.base}/live/two.ts` },
@@ -30,19 +34,9 @@ t.test('maxStreams: 1 across three nodes', { skip: !PG && 'needs PostgreSQL: set
   await write(dir, 'guide.xml', xmltv([{ id: 'one', names: ['One'] }], [
     { channel: 'one', start: xt(new Date(now - 600_000).toISOString()), stop: xt(new Date(now + 3_600_000).toISOString()), title: 'The long one' },
   ]));
-  const plugins = [
-    '  live-tv: { initialImport: await, idleTimeout: 20s, readyTimeout: 30s }',
-    '  m3u-tuner: { sources: [ { name: Main, url: ./tv.m3u, maxStreams: 1 } ] }',
-    '  xmltv-guide: { sources: [ { url: ./guide.xml } ], maxAge: 100000d }',
-    '  dvr: { path: ./recordings, prePadding: 0s, postPadding: 0s }',
-  ];
-  const nodes: NodeProcess[] = [];
-  t.teardown(async () => { await Promise.all(nodes.map(stopNode)); });
-  nodes.push(await startNode({ dir, id: 'a', databaseUrl: db.url, leaseSeconds: 3, plugins }));
-  nodes.push(...(await Promise.all(['b', 'c'].map((id) => startNode({ dir, id, databaseUrl: db.url, leaseSeconds: 3, plugins })))));
-  const [a, b, c] = nodes as [NodeProcess, NodeProcess, NodeProcess];
-  const why = (ok: boolean, what: string) => (ok ? what : `${what}\n${nodes.map((n) => `node ${n.id}:\n${logTail(n.logFile, 12)}`).join('\n')}`);
-  const token = await login(a.base, 'admin', CLUSTER_ADMIN_PASSWORD);
+  const [a, b, c] = await cluster.start(['a', 'b', 'c']) as [NodeProcess, NodeProcess, NodeProcess];
+  const { why } = cluster;
+  const token = await cluster.adminToken();
   const headers = { authorization: `Bearer ${token}` };
   const channels = ((await (await fetch(`${a.base}/channels`, { headers })).json()) as any).channels as { id: number; name: string }[];
   const one = channels.find((ch) => ch.name === 'One')!.id;
