@@ -20,7 +20,7 @@ import pino from 'pino';
 import type { LiveHold, LiveSegment, LiveTvAccess } from '../../../sdk/index.js';
 import { JobManagerImpl } from '../../../core/jobs/job-manager.js';
 import { dashPackager } from '../../../plugins/dash-packager/index.js';
-import { segmentStart } from '../../../plugins/dvr/media-times.js';
+import { segmentStart, shiftedSegment } from '../../../plugins/dvr/media-times.js';
 import { hlsPackager } from '../../../plugins/hls-packager/index.js';
 import { segmenterArgs, SegmenterOutput } from '../../../plugins/live-tv/live/segmenter.js';
 import { Recorder } from '../../../plugins/dvr/recorder.js';
@@ -267,4 +267,15 @@ t.test('resumed after a quick restart: the new part\'s media times go on after t
   const dash = await validateDash(`${base}/master.mpd`);
   t.strictSame(dash.problems, [], 'and its static MPD');
   t.equal(dash.type, 'static');
+});
+
+t.test("a segment's times moved on: every tfdt and the sidx, never past a 32-bit field", async (t) => {
+  const wide = segment(2000, 'media');
+  const moved = shiftedSegment(wide, 1000, { tfdt: 8, sidx: 5 })!;
+  t.strictSame(segmentStart(moved, 1000), { tfdt: 10, sidx: 7 }, 'tfdt 2 s + 8 s, sidx 2 s + 5 s');
+  t.equal(moved.subarray(-5).toString(), 'media', 'the media untouched');
+  t.strictSame(segmentStart(wide, 1000), { tfdt: 2, sidx: 2 }, 'the original unchanged');
+  const narrow = Buffer.concat([box('moof', box('traf', box('tfdt', u32(0), u32(0xfffff000)))), box('mdat', Buffer.from('x'))]);
+  t.equal(shiftedSegment(narrow, 1000, { tfdt: 8, sidx: 0 }), undefined, 'a version 0 tfdt that would overflow: no copy');
+  t.strictSame(segmentStart(Buffer.from('not an mp4'), 1000), { tfdt: undefined, sidx: undefined });
 });
