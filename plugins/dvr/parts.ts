@@ -8,6 +8,7 @@
  */
 import { mkdir, open, readdir, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { segmentStart } from './media-times.js';
 
 /** A representation of a part, as its part.json keeps it. */
 export interface RepInfo {
@@ -65,6 +66,27 @@ export function partSeconds(part: Part): number {
 
 export function recordedSeconds(parts: readonly Part[]): number {
   return parts.reduce((sum, p) => sum + partSeconds(p), 0);
+}
+
+/** Where a part's media ends (seconds), by its segments' `tfdt` and by their `sidx` (see media-times.ts). */
+export interface MediaEnd { tfdt: number; sidx?: number }
+
+/**
+ * Where the part's media ends: the latest end of its representations' last segments, read from
+ * the files (a file that cannot be read counts by its recorded time, and no `sidx`).
+ */
+export async function partEnd(dir: string, part: Part): Promise<MediaEnd> {
+  const end: MediaEnd = { tfdt: 0 };
+  for (const rep of part.reps) {
+    const last = part.segments.get(rep.id)?.at(-1);
+    if (!last) continue;
+    const file = await readFile(path.join(partDir(dir, part.index), segmentFile(rep.id, last.index))).catch(() => Buffer.alloc(0));
+    const start = segmentStart(file, rep.timescale);
+    const seconds = last.d / rep.timescale;
+    end.tfdt = Math.max(end.tfdt, (start.tfdt ?? last.t / rep.timescale) + seconds);
+    if (start.sidx !== undefined) end.sidx = Math.max(end.sidx ?? 0, start.sidx + seconds);
+  }
+  return end;
 }
 
 /**

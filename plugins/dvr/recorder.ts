@@ -7,7 +7,8 @@
  *
  * - A new run of the session (ffmpeg restarted, upstream dropped, codecs
  *   switched) or of the server starts a new part; the time between parts is a
- *   gap, noted on the recording.
+ *   gap, noted on the recording. A part's media times go on after the
+ *   previous part's (see mediaShift).
  * - An upstream that fails is retried until the stop time (the live session
  *   restarts with backoff; a hold that cannot be had is asked again).
  * - At shutdown the job stops and the row stays `recording`: the next start
@@ -15,11 +16,12 @@
  * - A full disk or an unwritable path fails it with the reason; what was
  *   recorded stays playable.
  */
-import { copyFile, link, mkdir, stat, statfs } from 'node:fs/promises';
+import { copyFile, link, mkdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Cluster, Job, JobContext, JobManager, LiveHold, LiveSegment, LiveTvAccess, Logger } from 'antenna/sdk';
+import { segmentStart, shiftedSegment } from './media-times.js';
 import type { Gap, Recording } from './model.js';
-import { createPart, initFile, nextPartIndex, partDir, partSeconds, readParts, recordedSeconds, segmentFile, type Part, type PartWriter, type RepInfo } from './parts.js';
+import { createPart, initFile, nextPartIndex, partDir, partEnd, partSeconds, readParts, recordedSeconds, segmentFile, type Part, type PartWriter, type RepInfo } from './parts.js';
 import type { RecordingStore } from './store.js';
 
 export interface RecorderOptions {
@@ -94,7 +96,11 @@ interface RunState {
   placed: Map<string, number>;
   /** Representations that have announced a segment beginning after the window: the end is recorded. */
   pastEnd: Set<string>;
+  /** Whole seconds the part's segments' times are moved on by (see mediaShift); none: linked as they are. */
+  shift?: Shift;
 }
+
+interface Shift { tfdt: number; sidx: number }
 
 export class Recorder {
   private readonly finishedListeners: ((id: number) => void)[] = [];
@@ -302,19 +308,47 @@ export class Recorder {
       }
       if (segment.wallClock + (segment.duration / rep.timescale) * 1000 <= state.from) continue; // before the window
       if (segment.wallClock >= state.to || run.pastEnd.has(rep.id)) { run.pastEnd.add(rep.id); continue; } // after it
-      if (!run.writer) run.writer = await this.newPart(state, rec, batch.filter((s) => s.run === segment.run && s.sequence === segment.sequence), nextIndex);
+      if (!run.writer) {
+        const first = batch.filter((s) => s.run === segment.run && s.sequence === segment.sequence);
+        run.shift = await this.mediaShift(state, rec, first);
+        run.writer = await this.newPart(state, rec, first, nextIndex);
+      }
       const index = (run.placed.get(rep.id) ?? 0) + 1;
       const target = path.join(partDir(rec.dir, run.writer.part.index), segmentFile(rep.id, index));
       try {
-        const bytes = await place(segment.path, target);
+        const bytes = run.shift ? await placeShifted(segment.path, target, rep.timescale, run.shift) : await place(segment.path, target);
         if (bytes === undefined) continue; // the session removed it already
-        await run.writer.add(rep.id, { index, t: segment.start, d: segment.duration, bytes });
+        await run.writer.add(rep.id, { index, t: segment.start + (run.shift?.tfdt ?? 0) * rep.timescale, d: segment.duration, bytes });
       } catch (err) {
         throw diskError(err, `${target}: ${(err as Error).message}`);
       }
       run.placed.set(rep.id, index);
     }
     return run;
+  }
+
+  /**
+   * How far a new part's media times must move to go on after the previous part's: each run of
+   * the live session starts its segments' times at 0 (and ffmpeg 4.1's `sidx` at the run's
+   * wall-clock start, behind the previous part's when that session's had run ahead of the clock),
+   * and players built on ffmpeg drop what goes back (see media-times.ts). Whole seconds, the
+   * same for every representation; undefined when nothing needs to move.
+   */
+  private async mediaShift(state: ActiveRecording, rec: Recording, first: LiveSegment[]): Promise<Shift | undefined> {
+    const previous = state.parts[state.parts.length - 1];
+    if (!previous) return undefined;
+    const end = await partEnd(rec.dir, previous);
+    const files = await Promise.all(first.map((s) => readFile(s.path).catch(() => undefined)));
+    if (files.some((f) => !f)) return undefined; // gone: the segments are passed over anyway
+    const starts = first.map((s, i) => segmentStart(files[i]!, s.representation.timescale));
+    const shift = { tfdt: secondsAfter(end.tfdt, starts.map((x) => x.tfdt)), sidx: secondsAfter(end.sidx, starts.map((x) => x.sidx)) };
+    if (!shift.tfdt && !shift.sidx) return undefined;
+    if (first.some((s, i) => !shiftedSegment(files[i]!, s.representation.timescale, shift))) {
+      this.log.warn({ recording: rec.id, shift }, 'recording: the new part\'s media times cannot be moved after the previous part\'s (32-bit fields)');
+      return undefined;
+    }
+    this.log.info({ recording: rec.id, shift }, 'recording: the new part\'s media times are moved after the previous part\'s');
+    return shift;
   }
 
   /** A new part for a run of the session, beginning with these segments (one of each representation). */
@@ -362,6 +396,24 @@ async function place(source: string, target: string): Promise<number | undefined
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** Whole seconds that move media beginning at `starts` (one per representation) to `end` or later; 0 when a time is unknown. */
+function secondsAfter(end: number | undefined, starts: (number | undefined)[]): number {
+  if (end === undefined || starts.some((x) => x === undefined)) return 0;
+  return Math.max(0, Math.ceil(end - Math.min(...(starts as number[]))));
+}
+
+/** Writes a copy of a live segment with its times moved on (see Recorder.mediaShift); its size, or undefined when it is gone. */
+async function placeShifted(source: string, target: string, timescale: number, shift: Shift): Promise<number | undefined> {
+  const data = await readFile(source).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (!data) return undefined;
+  const shifted = shiftedSegment(data, timescale, shift) ?? data;
+  await writeFile(target, shifted);
+  return shifted.length;
 }
 
 async function exists(p: string): Promise<boolean> {

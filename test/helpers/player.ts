@@ -5,22 +5,27 @@
 import { spawn } from 'node:child_process';
 import { FFMPEG, killGroup } from './upstream.js';
 
-export interface Decoded { seconds: number; frames: number; code: number | null; stderr: string }
+export interface Decoded {
+  seconds: number;
+  frames: number;
+  /** Whether every frame's timestamp was after the one before (framemd5 pts). */
+  monotonic: boolean;
+  code: number | null;
+  stderr: string;
+}
 
 /** The process groups of the players still running (a test's teardown kills them, and checks none is left). */
 export const playerPids = new Set<number>();
 
 /**
  * Decodes the first video stream of `url` for at most `limit` seconds and
- * reports how many seconds of video it decoded (framemd5 durations).
- * `acrossDiscontinuities`: keeps frames whose timestamps go back, as a player that honours
- * EXT-X-DISCONTINUITY does (RFC 8216 §4.3.2.3 lets the timestamp sequence change there);
- * ffmpeg's HLS reader ignores the tag and its frame-rate sync would drop them.
+ * reports how many seconds of video it decoded (framemd5 durations). As a plain
+ * ffmpeg (and mpv, and other players built on it) plays: its HLS reader ignores
+ * EXT-X-DISCONTINUITY, and frames whose timestamps go back are dropped.
  */
-export function decode(url: string, limit: number, timeoutMs = 60_000, options: { acrossDiscontinuities?: boolean } = {}): Promise<Decoded> {
+export function decode(url: string, limit: number, timeoutMs = 60_000): Promise<Decoded> {
   return new Promise((resolve) => {
-    const sync = options.acrossDiscontinuities ? ['-vsync', 'passthrough'] : [];
-    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', ...sync, '-t', String(limit), '-f', 'framemd5', '-'], {
+    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', '-t', String(limit), '-f', 'framemd5', '-'], {
       detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     });
     if (child.pid) playerPids.add(child.pid);
@@ -36,13 +41,17 @@ export function decode(url: string, limit: number, timeoutMs = 60_000, options: 
       const unit = tb ? Number(tb[1]) / Number(tb[2]) : 0;
       let seconds = 0;
       let frames = 0;
+      let monotonic = true;
+      let last = -Infinity;
       for (const line of out.split('\n')) {
         const f = line.split(',').map((s) => s.trim());
         if (f[0] !== '0' || f.length < 6) continue;
         frames++;
         seconds += Number(f[3]) * unit;
+        if (Number(f[2]) <= last) monotonic = false;
+        last = Number(f[2]);
       }
-      resolve({ seconds, frames, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
+      resolve({ seconds, frames, monotonic, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
     });
   });
 }

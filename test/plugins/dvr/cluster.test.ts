@@ -3,14 +3,16 @@
  * skipped without it): scheduled through one node, it is recorded by exactly
  * one (one upstream connection, one lease); that node is killed with SIGKILL
  * (its ffmpeg with it, as when a machine dies) and another node continues the
- * recording into a new part after the lease time; it completes with the gap noted.
+ * recording into a new part after the lease time; it completes with the gap
+ * noted, and a plain ffmpeg plays both parts.
  */
 import t from 'tap';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import pino from 'pino';
 import { reapLeftovers } from '../../../core/ffmpeg/leftovers.js';
-import { startUpstream } from '../../helpers/upstream.js';
+import { decode, playerPids } from '../../helpers/player.js';
+import { killGroup, startUpstream } from '../../helpers/upstream.js';
 import { testCluster, type NodeProcess } from '../../helpers/cluster.js';
 import { waitFor } from '../../helpers/wait.js';
 import { m3u, write, xmltv, xt } from '../live-tv/fixtures.js';
@@ -22,7 +24,10 @@ const LEASE_S = 3;
 
 t.test('a recording with three nodes, through a SIGKILL of the node recording it', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
   const upstream = await startUpstream();
-  t.teardown(() => upstream.close());
+  t.teardown(async () => {
+    await upstream.close();
+    for (const pid of playerPids) killGroup(pid);
+  });
   const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-dvr-cluster-', leaseSeconds: LEASE_S });
   const { dir } = cluster;
   await write(dir, 'tv.m3u', m3u([{ name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` }]));
@@ -99,5 +104,9 @@ t.test('a recording with three nodes, through a SIGKILL of the node recording it
     t.strictSame(parts.sort(), ['p0', 'p1'], 'one set of parts: the dead node\'s and the one that continued');
     t.equal(upstream.peakConnections('/live/one.ts'), 1, 'never two upstream connections at once');
     t.equal(upstream.connections('/live/one.ts'), 2, 'one per node that recorded');
+    // ffmpeg reads both parts as one stream: the second's media times must go on after the first's.
+    const played = await decode(`${alive()[0]!.base}/watch/recording/${rec.id}?api_key=${encodeURIComponent(token)}`, 120, 120_000);
+    const both = played.seconds >= final.duration - 1 && played.monotonic;
+    t.ok(both, `a plain ffmpeg plays ${played.seconds.toFixed(1)} s of ${final.duration} s recorded, in order: ${played.monotonic}${both ? '' : `: ${played.stderr}`}`);
   });
 });

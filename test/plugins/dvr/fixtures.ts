@@ -113,4 +113,4 @@ export function logTail(file: string, lines = 40): string {
 export { playerPids, type Decoded } from '../../helpers/player.js';
 
 /** The shared player (test/helpers/player.ts), with a longer default deadline. */
-export const decode = (url: string, limit: number, timeoutMs = 120_000, options: { acrossDiscontinuities?: boolean } = {}): Promise<Decoded> => decodeVideo(url, limit, timeoutMs, options);
+export const decode = (url: string, limit: number, timeoutMs = 120_000): Promise<Decoded> => decodeVideo(url, limit, timeoutMs);

@@ -3,20 +3,34 @@
  * real one does (LiveHold.onSegment: the kept ones first, then each new one),
  * with files written by hand, so the window edges, a new run becoming a new
  * part, the end of the window, a full disk and an unwritable folder are
- * checked in seconds, without ffmpeg.
+ * checked in seconds, without ffmpeg. A recording resumed after a quick
+ * restart is made of real segments (ffmpeg with the live session's segmenter
+ * arguments) and played by a plain ffmpeg over HTTP.
  */
 import t from 'tap';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pino from 'pino';
 import type { LiveHold, LiveSegment, LiveTvAccess } from '../../../sdk/index.js';
 import { JobManagerImpl } from '../../../core/jobs/job-manager.js';
+import { dashPackager } from '../../../plugins/dash-packager/index.js';
+import { segmentStart, shiftedSegment } from '../../../plugins/dvr/media-times.js';
+import { hlsPackager } from '../../../plugins/hls-packager/index.js';
+import { segmenterArgs, SegmenterOutput } from '../../../plugins/live-tv/live/segmenter.js';
 import { Recorder } from '../../../plugins/dvr/recorder.js';
-import { readParts } from '../../../plugins/dvr/parts.js';
+import { recordingPresentation } from '../../../plugins/dvr/manifests.js';
+import { partEnd, readParts } from '../../../plugins/dvr/parts.js';
 import type { Recording } from '../../../plugins/dvr/model.js';
 import type { RecordingStore } from '../../../plugins/dvr/store.js';
+import { validateDash, validateHls } from '../../helpers/manifest-validator.js';
+import { decode, playerPids } from '../../helpers/player.js';
+import { FFMPEG, killGroup } from '../../helpers/upstream.js';
 import { box, u32, u64 } from './fixtures.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -83,18 +97,26 @@ async function setup(t: Tap, window: { from: number; to: number }, options: { mi
     get: async () => row,
     update: async (_id: number, change: Partial<Recording>) => { row = { ...row, ...change }; },
   } as unknown as RecordingStore;
-  const jobs = new JobManagerImpl(log);
+  const recorderOn = (jobs: JobManagerImpl) => new Recorder(jobs, live, store, log, () => Date.now(), { prePaddingMs: 0, postPaddingMs: 0, pollMs: 50, minFreeBytes: options.minFreeBytes ?? 0 });
+  let jobs = new JobManagerImpl(log);
   t.teardown(() => jobs.stopAll());
-  const recorder = new Recorder(jobs, live, store, log, () => Date.now(), { prePaddingMs: 0, postPaddingMs: 0, pollMs: 50, minFreeBytes: options.minFreeBytes ?? 0 });
+  const recorder = recorderOn(jobs);
+  /** The server stops (the row stays `recording`) and starts again: a new recorder, a new live session with nothing kept. */
+  const restart = async (): Promise<Recorder> => {
+    await jobs.stopAll();
+    kept.length = 0;
+    jobs = new JobManagerImpl(log);
+    return recorderOn(jobs);
+  };
   /** The session announces segments: kept for holds to come, told to the holds there are. */
   const announce = (segments: LiveSegment[]) => {
     for (const s of segments) {
-      if (kept.some((k) => k.sequence === s.sequence)) continue;
+      if (kept.some((k) => k.sequence === s.sequence && k.representation.id === s.representation.id)) continue;
       kept.push(s);
       for (const l of listeners) l(s);
     }
   };
-  return { dir, recorder, row: () => row, announce, holds };
+  return { dir, recorder, row: () => row, announce, holds, restart };
 }
 
 interface Tap { teardown(fn: () => unknown): void }
@@ -163,4 +185,97 @@ t.test('nothing arriving until the end: failed, saying why', async (t) => {
   const job = s.recorder.start(s.row());
   t.equal(await Promise.race([job.done, sleep(5000).then(() => 'timeout')]), 'completed');
   t.match(s.row(), { status: 'failed', error: /nothing was recorded/ });
+});
+
+/**
+ * A run of the live session from real media: `seconds` (at most 12) of H.264 (a keyframe every 2 s)
+ * + AAC cut as the session cuts it (copied, timestamps from `offset` s); dated from 0 (add when).
+ */
+async function realRun(dir: string, run: number, seconds: number, offset: number): Promise<LiveSegment[]> {
+  await mkdir(dir, { recursive: true });
+  const source = path.join(dir, 'source.ts');
+  const ffmpeg = (args: string[]) => promisify(execFile)(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', ...args]);
+  await ffmpeg(['-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=25', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000', '-t', String(seconds),
+    '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '50', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mpegts', source]);
+  await ffmpeg(['-i', source, '-map', '0:v', '-map', '0:a', '-c:v', 'copy', '-tag:v', 'avc1', '-c:a', 'aac', ...segmenterArgs({ dir, segmentSeconds: 2, offsetSeconds: offset })]);
+  const slots = await new SegmenterOutput(dir, offset).next();
+  return slots.flatMap((slot, k) => slot.map((x) => ({
+    run, initPath: x.init, path: x.file, sequence: 100 * run + x.number, start: x.start, duration: x.duration, wallClock: k * 2000, targetDuration: 2,
+    representation: { ...x.rep, id: x.rep.kind, bandwidth: 1_000_000 },
+  })));
+}
+
+t.test('resumed after a quick restart: the new part\'s media times go on after the first part\'s, ffmpeg plays both', async (t) => {
+  t.teardown(() => { for (const pid of playerPids) killGroup(pid); });
+  // Each run's tfdt starts at 0; ffmpeg 4.1's sidx at its offset, here the first session's ran 15 s ahead of the wall clock.
+  const x = Math.floor(Date.now() / 1000) + 7;
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-dvr-runs-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const ahead = await realRun(path.join(dir, '0'), 0, 8, x);
+  const behind = await realRun(path.join(dir, '1'), 1, 8, x + 3);
+  const dated = (segments: LiveSegment[], from: number) => segments.map((seg) => ({ ...seg, wallClock: from + seg.wallClock }));
+  const now = Date.now();
+  const s = await setup(t, { from: now - 20_000, to: now + 4000 });
+  // The first session's 8 s are dated as ending 5 s ago.
+  s.announce(dated(ahead, now - 13_000));
+  s.recorder.start(s.row());
+  for (const deadline = Date.now() + 5000; (s.recorder.active(1)?.parts[0]?.segments.get('video')?.length ?? 0) < 4 && Date.now() < deadline;) await sleep(50);
+  // A quick restart; the new session began 2 s ago (its timestamps at x + 3), its 4th segment begins after the window.
+  const recorder = await s.restart();
+  const job = recorder.start(s.row());
+  s.announce(dated(behind, now - 2000));
+  t.equal(await Promise.race([job.done, sleep(15_000).then(() => 'timeout')]), 'completed', 'the resumed job completes');
+  t.match(s.row(), { status: 'completed', duration: 14 }, 'completed: 8 s and 6 s');
+  t.equal(s.row().gaps.length, 1, `the gap between the parts is noted (${JSON.stringify(s.row().gaps)})`);
+
+  const parts = await readParts(s.row().dir);
+  t.equal(parts.length, 2, 'two parts');
+  const end = await partEnd(s.row().dir, parts[0]);
+  t.ok(end.tfdt >= 8 && end.sidx! >= x + 8, `the first part ends at tfdt ${end.tfdt.toFixed(3)} s, sidx x + ${(end.sidx! - x).toFixed(3)} s`);
+  for (const rep of parts[1].reps) {
+    const first = parts[1].segments.get(rep.id)![0];
+    const start = segmentStart(await readFile(path.join(s.row().dir, 'p1', `${rep.id}-00001.mp4`)), rep.timescale);
+    t.ok(start.tfdt! >= end.tfdt && start.sidx! >= end.sidx!, `the second part's ${rep.id} goes on after it: tfdt ${start.tfdt!.toFixed(3)} s, sidx x + ${(start.sidx! - x).toFixed(3)} s`);
+    t.ok(Math.abs(first.t / rep.timescale - start.tfdt!) < 0.1, 'its recorded media times moved with them');
+  }
+  const linked = (await stat(path.join(s.row().dir, 'p0', 'video-00001.mp4'))).ino === (await stat(ahead.find((seg) => seg.representation.kind === 'video')!.path)).ino;
+  t.ok(linked, "the first part's segments are the session's, linked");
+
+  // Played as the watch routes serve it: the packagers' playlists and MPD, the part files.
+  const server = http.createServer((req, res) => {
+    const url = (req.url ?? '').split('?')[0];
+    const complete = { complete: true, now: Date.now() };
+    const file = /^\/s\/(\d+)\/([\w-]+\.mp4)$/.exec(url);
+    if (url === '/master.m3u8' || url === '/video.m3u8' || url === '/audio.m3u8') {
+      const presentation = recordingPresentation(parts, { ...complete, link: (f) => `/${f}` });
+      res.end(url === '/master.m3u8' ? hlsPackager.master(presentation, (rep) => `/${rep}.m3u8`) : hlsPackager.media(presentation, url.slice(1, -5)));
+    } else if (url === '/master.mpd') {
+      res.end(dashPackager.mpd(recordingPresentation(parts, { ...complete, link: (f) => f })));
+    } else if (file) {
+      readFile(path.join(s.row().dir, `p${file[1]}`, file[2])).then((b) => res.end(b), () => res.writeHead(404).end());
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const played = await decode(`${base}/master.m3u8`, 60);
+  const recorded = s.row().duration;
+  t.ok(played.seconds >= recorded - 0.5 && played.monotonic, `a plain ffmpeg plays both parts in order: ${played.seconds.toFixed(2)} s of ${recorded}, in order: ${played.monotonic} ${played.stderr}`);
+  t.strictSame((await validateHls(`${base}/master.m3u8`)).problems, [], 'the manifest validator passes its HLS');
+  const dash = await validateDash(`${base}/master.mpd`);
+  t.strictSame(dash.problems, [], 'and its static MPD');
+  t.equal(dash.type, 'static');
+});
+
+t.test("a segment's times moved on: every tfdt and the sidx, never past a 32-bit field", async (t) => {
+  const wide = segment(2000, 'media');
+  const moved = shiftedSegment(wide, 1000, { tfdt: 8, sidx: 5 })!;
+  t.strictSame(segmentStart(moved, 1000), { tfdt: 10, sidx: 7 }, 'tfdt 2 s + 8 s, sidx 2 s + 5 s');
+  t.equal(moved.subarray(-5).toString(), 'media', 'the media untouched');
+  t.strictSame(segmentStart(wide, 1000), { tfdt: 2, sidx: 2 }, 'the original unchanged');
+  const narrow = Buffer.concat([box('moof', box('traf', box('tfdt', u32(0), u32(0xfffff000)))), box('mdat', Buffer.from('x'))]);
+  t.equal(shiftedSegment(narrow, 1000, { tfdt: 8, sidx: 0 }), undefined, 'a version 0 tfdt that would overflow: no copy');
+  t.strictSame(segmentStart(Buffer.from('not an mp4'), 1000), { tfdt: undefined, sidx: undefined });
 });
