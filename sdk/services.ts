@@ -224,6 +224,14 @@ export interface Cluster {
   /** Tells the other nodes (within a second); a node does not hear its own messages. */
   publish(channel: string, message: string): void;
   subscribe(channel: string, handler: (message: string) => void): () => void;
+  /**
+   * Work the nodes starting together should do once, such as an import or a scan at start:
+   * the node that takes the lease `name` runs `work`, unless a run with the same
+   * `fingerprint` (say, of the sources) ended within `withinMs`; the other nodes skip it,
+   * with `wait` once that node is done. A run counts only when `work` returns true (complete).
+   * Resolves to whether this node ran it. A single node always runs it.
+   */
+  once(name: string, options: { fingerprint: string; withinMs: number; wait: boolean }, work: () => Promise<boolean>): Promise<boolean>;
 }
 
 export interface ProbeStream {

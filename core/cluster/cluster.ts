@@ -119,6 +119,36 @@ class PgCluster implements ClusterNode {
     this.messages.onResync(fn);
   }
 
+  async once(name: string, o: { fingerprint: string; withinMs: number; wait: boolean }, work: () => Promise<boolean>): Promise<boolean> {
+    for (;;) {
+      const lease = await this.take(name);
+      if (!lease) {
+        // Another node runs it now; what it does reaches this one through the database.
+        if (!o.wait) return false;
+        await new Promise((resolve) => setTimeout(resolve, ONCE_POLL_MS));
+        continue;
+      }
+      try {
+        // The database's clock, as for leases: the nodes' clocks need not agree.
+        const { rows } = await this.knex.raw('SELECT fingerprint, extract(epoch FROM now() - ended_at) * 1000 AS ago FROM cluster_runs WHERE name = ?', [name]);
+        const last = rows[0] as { fingerprint: string; ago: string | number } | undefined;
+        if (last && last.fingerprint === o.fingerprint && Number(last.ago) < o.withinMs) {
+          this.log.info({ event: 'once_skipped', work: name, agoMs: Math.round(Number(last.ago)) }, 'start-up work skipped: another node did it recently');
+          return false;
+        }
+        if (await work()) {
+          await this.knex.raw(
+            'INSERT INTO cluster_runs (name, fingerprint, ended_at) VALUES (?, ?, now()) ON CONFLICT (name) DO UPDATE SET fingerprint = excluded.fingerprint, ended_at = excluded.ended_at',
+            [name, o.fingerprint],
+          );
+        }
+        return true;
+      } finally {
+        await lease.release().catch(() => {});
+      }
+    }
+  }
+
   async join(jobs: () => JobSummary[]): Promise<void> {
     this.registry = new NodeRegistry(this.knex, this.nodeId, this.advertiseUrl, this.leaseMs, () => ownStatus(jobs(), this.capacity), this.log);
     await this.registry.start();
@@ -159,6 +189,10 @@ class SingleNode implements ClusterNode {
   publish(): void {}
   subscribe(): () => void { return () => {}; }
   onResync(): void {}
+  async once(_name: string, _options: unknown, work: () => Promise<boolean>): Promise<boolean> {
+    await work();
+    return true;
+  }
   async join(): Promise<void> {}
   async close(): Promise<void> {}
 
@@ -167,6 +201,9 @@ class SingleNode implements ClusterNode {
     return [{ id: this.nodeId, advertise_url: this.advertiseUrl ?? null, started_at: this.startedAt, heartbeat_at: now, alive: true, ...ownStatus(jobs(), this.capacity), transcode_capacity: this.capacity, leases: [] }];
   }
 }
+
+/** How often a node waiting on another's start-up work (Cluster.once with wait) looks again. */
+const ONCE_POLL_MS = 250;
 
 /** An arbitrary constant: the advisory lock nodes take around their migrations. */
 const MIGRATION_LOCK = 0x616e746e;

@@ -61,4 +61,15 @@ export const clusterMigrations: Migration[] = [
       });
     },
   },
+  {
+    // Cluster.once: when a piece of start-up work last ended, and for what (its fingerprint).
+    name: '005_runs',
+    async up(knex) {
+      await knex.schema.createTable('cluster_runs', (t) => {
+        t.string('name', 191).primary();
+        t.string('fingerprint', 128).notNullable();
+        t.timestamp('ended_at', { useTz: true }).notNullable();
+      });
+    },
+  },
 ];

@@ -13,6 +13,7 @@ const ALONE: Cluster = {
   enabled: false, nodeId: 'local', leaseMs: 0,
   take: async (name) => ({ name, token: 1, lost: new AbortController().signal, release: async () => {} }),
   holder: async () => undefined, publish: () => {}, subscribe: () => () => {},
+  once: async (_name, _options, work) => { await work(); return true; },
 };
 /** Tasks per INSERT (5 columns each). */
 const SCHEDULE_CHUNK = 500;

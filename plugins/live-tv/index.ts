@@ -180,10 +180,7 @@ export default definePlugin({
           for (const task of await scheduler.list(REFRESH_KIND)) if (!wanted.has(task.id)) await scheduler.cancel(task.id);
           for (const w of wanted.values()) await schedule(w.type, w.id, w.everyMs);
           if (initialImport === 'skip') return;
-          const refreshAll = () => live.refreshAll();
-          const importing = (cluster.enabled
-            ? importOnce({ cluster, db, registry, log: logger, now: () => clock.now(), refreshAll, wait: initialImport === 'await' })
-            : refreshAll()).then((summary) => summary && logSummary(logger, summary));
+          const importing = importOnce(cluster, registry, () => live.refreshAll(), initialImport === 'await').then((summary) => summary && logSummary(logger, summary));
           if (initialImport === 'await') await importing;
           else importing.catch((err) => logger.error({ err }, 'initial import failed'));
         });

@@ -151,8 +151,13 @@ export default definePlugin({
         lifecycle.onStart(async () => {
           await scheduleScans(cfg.scanInterval);
           if (cfg.initialScan === 'skip' || !store.libraries().length) return;
-          const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve())
-            .then(scanAll); // the scanner logs one summary line per library
+          // Nodes of a cluster starting together scan once (the items are in the database they share).
+          const fingerprint = JSON.stringify(store.libraries().map((l) => [l.id, l.type, l.paths]));
+          const scanOnce = () => cluster.once('vod:startup-scan', { fingerprint, withinMs: parseDuration(cfg.scanInterval), wait: cfg.initialScan === 'await' }, async () => {
+            await scanAll(); // the scanner logs one summary line per library
+            return true;
+          });
+          const scanning = (cfg.demo ? ensureDemoMedia(ffmpeg, demoDir, logger) : Promise.resolve()).then(scanOnce);
           if (cfg.initialScan === 'await') await scanning;
           else scanning.catch((err) => logger.error({ err }, 'initial scan failed'));
         });

@@ -4,8 +4,8 @@
  * a password change and a deactivation on one are refused on the others within
  * 1 s, GET /api/admin/nodes lists all three, and a guide refresh interval runs
  * one import in the whole cluster, not one per node; three nodes started
- * together import the playlist and guide once, and a node restarted within
- * the refresh interval does not import again.
+ * together import the playlist and guide once and scan the library once, and a
+ * node restarted within the refresh and scan intervals does neither again.
  */
 import t from 'tap';
 import path from 'node:path';
@@ -18,6 +18,8 @@ import { CLI } from '../helpers/repo.js';
 import { cleanEnv } from '../helpers/env.js';
 import { createTestHost } from '../../sdk/testing.js';
 import { tmpDir } from '../helpers/http.js';
+import { clip } from '../plugins/vod/fixtures.js';
+import { readFileSync } from 'node:fs';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(180_000);
@@ -142,15 +144,20 @@ t.test('three nodes on one database', { skip: !PG && 'needs PostgreSQL: set ANTE
   });
 });
 
-t.test('three nodes started together: one start-up import', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
+t.test('three nodes started together: one start-up import and one library scan', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
   const upstream = await serve(t);
+  const movies = path.join(await tmpDir(t, 'antenna-cluster-movies-'), 'Movies');
+  await clip(path.join(movies, 'Shared Film (2020).mp4'), { seconds: 1, width: 160, height: 90 });
   upstream.routes.set('/tv.m3u', { body: m3u([{ name: 'One', tvgId: 'one', chno: '1', url: `${upstream.base}/live/one.ts` }]), type: 'audio/x-mpegurl' });
   upstream.routes.set('/guide.xml', { body: xmltv([{ id: 'one', names: ['One'] }], []), type: 'application/xml' });
   const plugins = [
     '  live-tv: { initialImport: await }',
     `  m3u-tuner: { sources: [ { name: Main, url: "${upstream.base}/tv.m3u", refresh: 1h } ] }`,
     `  xmltv-guide: { sources: [ { url: "${upstream.base}/guide.xml", refresh: 1h } ], maxAge: 100000d }`,
+    `  vod: { initialScan: await, scanInterval: 1h, libraries: [ { name: Movies, type: movies, paths: ["${movies}"] } ] }`,
   ];
+  /** Libraries scanned by each node, from their logs (one line per library scanned). */
+  const scans = () => nodes.map((n) => (readFileSync(n.logFile, 'utf8').match(/"event":"library_scanned"/g) ?? []).length);
   const cluster = await testCluster(t, { pg: PG!, prefix: 'antenna-cluster-import-', leaseSeconds: 3, plugins });
   // All three at once: the first node (of three) to take the lease imports, after the tables are made.
   const nodes = cluster.nodes;
@@ -158,12 +165,17 @@ t.test('three nodes started together: one start-up import', { skip: !PG && 'need
   const why = (ok: boolean, what: string) => cluster.why(ok, what, 15);
   const fetched = () => [upstream.hits.get('/tv.m3u') ?? 0, upstream.hits.get('/guide.xml') ?? 0];
   t.strictSame(fetched(), [1, 1], why(fetched().join() === '1,1', `the playlist and the guide fetched once by three nodes (${fetched().join(', ')})`));
+  const sum = (n: number[]) => n.reduce((a, b) => a + b, 0);
+  t.equal(sum(scans()), 1, why(sum(scans()) === 1, `the library scanned once by three nodes (${scans().join(', ')})`));
   const token = await cluster.adminToken();
   for (const node of nodes) {
-    const channels = ((await (await fetch(`${node.base}/channels`, { headers: { authorization: `Bearer ${token}` } })).json()) as any).channels;
-    t.equal(channels?.length, 1, `node ${node.id} lists the imported channel (initialImport: await waited for the node that imported)`);
+    const get = async (url: string) => (await fetch(`${node.base}${url}`, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>;
+    t.equal((await get('/channels')).channels?.length, 1, `node ${node.id} lists the imported channel (initialImport: await waited for the node that imported)`);
+    const library = (await get('/libraries')).libraries?.[0];
+    t.equal((await get(`/library/${library?.id}`)).items?.[0]?.title, 'Shared Film', `node ${node.id} lists the scanned movie`);
   }
-  // A restart within the refresh interval: the sources are current, nothing is fetched again.
+  // A restart within the refresh and scan intervals: the sources are current, nothing is fetched or scanned again.
   await cluster.restart(nodes[1]!);
   t.strictSame(fetched(), [1, 1], 'a node restarted within the refresh interval imports nothing');
+  t.equal(sum(scans()), 1, 'nor scans the library again');
 });
