@@ -5,14 +5,22 @@
 import { spawn } from 'node:child_process';
 import { FFMPEG, killGroup } from './upstream.js';
 
-export interface Decoded { seconds: number; frames: number; code: number | null; stderr: string }
+export interface Decoded {
+  seconds: number;
+  frames: number;
+  /** Each frame's presentation time (seconds), in output order. */
+  pts: number[];
+  code: number | null;
+  stderr: string;
+}
 
 /** The process groups of the players still running (a test's teardown kills them, and checks none is left). */
 export const playerPids = new Set<number>();
 
 /**
  * Decodes the first video stream of `url` for at most `limit` seconds and
- * reports how many seconds of video it decoded (framemd5 durations).
+ * reports how many seconds of video it decoded (framemd5 durations) and each
+ * frame's presentation time.
  * `acrossDiscontinuities`: keeps frames whose timestamps go back, as a player that honours
  * EXT-X-DISCONTINUITY does (RFC 8216 §4.3.2.3 lets the timestamp sequence change there);
  * ffmpeg's HLS reader ignores the tag and its frame-rate sync would drop them.
@@ -35,14 +43,15 @@ export function decode(url: string, limit: number, timeoutMs = 60_000, options: 
       const tb = /^#tb 0: (\d+)\/(\d+)/m.exec(out);
       const unit = tb ? Number(tb[1]) / Number(tb[2]) : 0;
       let seconds = 0;
-      let frames = 0;
+      const pts: number[] = [];
       for (const line of out.split('\n')) {
+        // stream, dts, pts, duration, size, hash
         const f = line.split(',').map((s) => s.trim());
         if (f[0] !== '0' || f.length < 6) continue;
-        frames++;
+        pts.push(Number(f[2]) * unit);
         seconds += Number(f[3]) * unit;
       }
-      resolve({ seconds, frames, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
+      resolve({ seconds, frames: pts.length, pts, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
     });
   });
 }
