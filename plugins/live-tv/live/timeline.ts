@@ -84,7 +84,7 @@ export interface Links {
 export class LiveTimeline {
   /**
    * Wall-clock time (ms) presentation time 0 stands for: dated by the first run, so that its period
-   * starts at 0. GStreamer's DASH demuxers (1.22 to 1.26) read `<S t="0">` as "no t" and place that
+   * starts at 0. GStreamer's DASH demuxers (1.22 up to 1.29) read `<S t="0">` as "no t" and place that
    * segment at presentation time 0 whatever the Period's start; the first run's audio starts at t=0.
    */
   private availabilityStartMs: number;
