@@ -6,6 +6,9 @@
  *
  *  - live, a channel nobody watches (its session starts: tune, three segments),
  *  - live, the same channel while it runs (a second viewer),
+ *  - live DASH (the MPD), cold and warm likewise, on channels of their own:
+ *    GStreamer 1.22.0's playbin3 (dashdemux2) buffers 30 s of media first
+ *    (fixed in 1.22.1), so it gets DASH3_ALLOWANCE_S more,
  *  - VOD: a remux and a transcode (720p, what play-info hands a device that
  *    cannot decode the file's HEVC) of a 30 s 720p H.264 file, each run a new
  *    job (another device),
@@ -18,14 +21,14 @@
  * (copied, and encoded with the same x264 settings). Every case also says
  * whether pictures kept coming after the first (`flowing`: ≥ half the seconds
  * in the next PLAYERS_BENCH_WATCH seconds). Runs alternate which case goes
- * first.
+ * first. A sample without a frame keeps gst-launch's last error lines
+ * (`noFrame`), so a failed run says why.
  *
  *   node dist/test/bench/run.js players
  *   PLAYERS_BENCH_RUNS=3 PLAYERS_BENCH_WATCH=8 node dist/test/bench/run.js players
  */
 import { execFile, spawn } from 'node:child_process';
-import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -41,15 +44,17 @@ import { load1, median, sleep } from './stats.js';
 const RUNS = Number(process.env.PLAYERS_BENCH_RUNS ?? 3);
 const WATCH_S = Number(process.env.PLAYERS_BENCH_WATCH ?? 8);
 const ELEMENTS = ['playbin', 'playbin3'] as const;
+/** playbin3 on live DASH: GStreamer 1.22.0's dashdemux2 holds the first frame until 30 s of media are buffered. */
+const DASH3_ALLOWANCE_S = 35;
 
-interface Sample { firstFrameMs: number | null; flowing: boolean; loadavg: number }
+interface Sample { firstFrameMs: number | null; flowing: boolean; loadavg: number; errors?: string }
 
 async function measure(url: string, element: typeof ELEMENTS[number], coldSeconds = 0): Promise<Sample> {
   const loadavg = load1();
   const p = await playWithGstreamer(url, coldSeconds + WATCH_S + 2, element);
   const after = p.firstFrameMs === null ? 0 : coldSeconds + WATCH_S + 2 - p.firstFrameMs / 1000;
   const shown = p.firstPts !== null && p.lastPts !== null ? p.lastPts - p.firstPts : 0;
-  return { firstFrameMs: p.firstFrameMs, flowing: p.firstFrameMs !== null && shown >= after / 2, loadavg };
+  return { firstFrameMs: p.firstFrameMs, flowing: p.firstFrameMs !== null && shown >= after / 2, loadavg, ...(p.firstFrameMs === null ? { errors: p.errors } : {}) };
 }
 
 function summary(samples: Sample[]) {
@@ -59,19 +64,31 @@ function summary(samples: Sample[]) {
     firstFrameMs: samples.map((s) => s.firstFrameMs),
     flowing: samples.map((s) => s.flowing),
     loadavg: samples.map((s) => s.loadavg),
+    ...(samples.some((s) => s.errors !== undefined) ? { noFrame: samples.map((s) => s.errors ?? null) } : {}),
   };
 }
 
 const TYPES: Record<string, string> = { '.m3u8': 'application/vnd.apple.mpegurl', '.ts': 'video/mp2t', '.mp4': 'video/mp4', '.m4s': 'video/iso.segment' };
 
-/** A plain static file server for ffmpeg's own HLS output (files under `dir`). */
+/**
+ * A plain static file server for ffmpeg's own HLS output (files under `dir`). ffmpeg 4.1 rewrites a live
+ * index.m3u8 in place (it renames only for its file: protocol, which it does not recognise here), so a
+ * read can find it empty: GStreamer then fails to typefind the stream ("Stream doesn't contain enough data")
+ * and shows no frame. A playlist is read again until it has content, as behind a writer that renames.
+ */
 async function staticServer(dir: string): Promise<{ base: string; close(): Promise<void> }> {
+  const read = async (file: string): Promise<Buffer> => {
+    for (let tries = 0; ; tries++) {
+      const body = await readFile(file);
+      if (body.length || !file.endsWith('.m3u8') || tries >= 50) return body;
+      await sleep(10);
+    }
+  };
   const server = http.createServer((req, res) => {
     const file = path.join(dir, path.normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
     if (!file.startsWith(dir + path.sep)) return void res.writeHead(404).end();
-    stat(file).then((st) => {
-      res.writeHead(200, { 'content-length': st.size, 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' });
-      createReadStream(file).on('error', () => res.destroy()).pipe(res);
+    read(file).then((body) => {
+      res.writeHead(200, { 'content-length': body.length, 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-cache' }).end(body);
     }, () => res.writeHead(404).end());
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -118,7 +135,7 @@ export async function run(): Promise<unknown> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-players-bench-'));
   const vod = await vodFiles(dir);
   const upstream = await startUpstream();
-  const channelNames = Array.from({ length: RUNS * ELEMENTS.length }, (_, i) => `Cold${i}`);
+  const channelNames = Array.from({ length: 2 * RUNS * ELEMENTS.length }, (_, i) => `Cold${i}`);
   await writeFile(path.join(dir, 'tv.m3u'), m3u([...channelNames, 'Rec'].map((name, i) => ({ name, tvgId: name.toLowerCase(), chno: String(i + 1), url: `${upstream.base}/live/${name.toLowerCase()}.ts` }))));
   const now = Date.now();
   await writeFile(path.join(dir, 'guide.xml'), slotGuide(['rec'], now, -5, 10));
@@ -152,17 +169,27 @@ export async function run(): Promise<unknown> {
     const liveRef = await ffmpegHls(`${upstream.base}/live/reflive.ts`, refLiveDir);
     stops.push(liveRef.stop);
 
+    // A channel's session is stopped once measured: sessions idling out would load the machine under the next cases.
+    const stopChannel = async (id: number) => { await host.host.jobs.get(`live:${id}`)?.stop('bench'); };
     const live: Record<string, Sample[]> = {};
     const add = (key: string, s: Sample) => { (live[key] ??= []).push(s); };
     let cold = 0;
     for (let runIndex = 0; runIndex < RUNS; runIndex++) {
       for (const element of runIndex % 2 ? [...ELEMENTS].reverse() : ELEMENTS) {
-        const url = `${host.url}/watch/live/${idOf(channelNames[cold++])}?api_key=${token}`;
+        const channel = idOf(channelNames[cold++]);
+        const url = `${host.url}/watch/live/${channel}?api_key=${token}`;
         const ref = `${refLive.base}/index.m3u8`;
         if (runIndex % 2) add(`ffmpeg-hls-live/${element}`, await measure(ref, element));
         add(`antenna-live-cold/${element}`, await measure(url, element, 10));
         add(`antenna-live-warm/${element}`, await measure(url, element));
         if (!(runIndex % 2)) add(`ffmpeg-hls-live/${element}`, await measure(ref, element));
+        await stopChannel(channel);
+        const dashChannel = idOf(channelNames[cold++]);
+        const mpd = `${host.url}/watch/live/${dashChannel}/master.mpd?api_key=${token}`;
+        const extra = element === 'playbin3' ? DASH3_ALLOWANCE_S : 0;
+        add(`antenna-live-dash-cold/${element}`, await measure(mpd, element, 10 + extra));
+        add(`antenna-live-dash-warm/${element}`, await measure(mpd, element, extra));
+        await stopChannel(dashChannel);
       }
     }
 

@@ -8,6 +8,8 @@ import { FFMPEG, killGroup } from './upstream.js';
 export interface Decoded {
   seconds: number;
   frames: number;
+  /** Each frame's presentation time (seconds), in output order. */
+  pts: number[];
   /** Whether every frame's timestamp was after the one before (framemd5 pts). */
   monotonic: boolean;
   code: number | null;
@@ -19,9 +21,10 @@ export const playerPids = new Set<number>();
 
 /**
  * Decodes the first video stream of `url` for at most `limit` seconds and
- * reports how many seconds of video it decoded (framemd5 durations). As a plain
- * ffmpeg (and mpv, and other players built on it) plays: its HLS reader ignores
- * EXT-X-DISCONTINUITY, and frames whose timestamps go back are dropped.
+ * reports how many seconds of video it decoded (framemd5 durations) and each
+ * frame's presentation time. As a plain ffmpeg (and mpv, and other players
+ * built on it) plays: its HLS reader ignores EXT-X-DISCONTINUITY, and frames
+ * whose timestamps go back are dropped.
  */
 export function decode(url: string, limit: number, timeoutMs = 60_000): Promise<Decoded> {
   return new Promise((resolve) => {
@@ -40,18 +43,15 @@ export function decode(url: string, limit: number, timeoutMs = 60_000): Promise<
       const tb = /^#tb 0: (\d+)\/(\d+)/m.exec(out);
       const unit = tb ? Number(tb[1]) / Number(tb[2]) : 0;
       let seconds = 0;
-      let frames = 0;
-      let monotonic = true;
-      let last = -Infinity;
+      const pts: number[] = [];
       for (const line of out.split('\n')) {
+        // stream, dts, pts, duration, size, hash
         const f = line.split(',').map((s) => s.trim());
         if (f[0] !== '0' || f.length < 6) continue;
-        frames++;
+        pts.push(Number(f[2]) * unit);
         seconds += Number(f[3]) * unit;
-        if (Number(f[2]) <= last) monotonic = false;
-        last = Number(f[2]);
       }
-      resolve({ seconds, frames, monotonic, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
+      resolve({ seconds, frames: pts.length, pts, monotonic: pts.every((p, i) => i === 0 || p > pts[i - 1]!), code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
     });
   });
 }

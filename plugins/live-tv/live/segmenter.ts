@@ -8,8 +8,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { MediaRepresentation } from 'antenna/sdk';
-import { hevcCodecOfInit } from './init-codec.js';
+import { hevcCodecOfInit, type MediaRepresentation } from 'antenna/sdk';
 
 /**
  * Output arguments writing `manifest.mpd`, `init-stream<n>.mp4` and

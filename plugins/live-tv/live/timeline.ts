@@ -82,8 +82,12 @@ export interface Links {
 }
 
 export class LiveTimeline {
-  /** Wall-clock time (ms) presentation time 0 stands for. */
-  readonly availabilityStart: number;
+  /**
+   * Wall-clock time (ms) presentation time 0 stands for: dated by the first run, so that its period
+   * starts at 0. GStreamer's DASH demuxers (1.22 up to 1.29) read `<S t="0">` as "no t" and place that
+   * segment at presentation time 0 whatever the Period's start; the first run's audio starts at t=0.
+   */
+  private availabilityStartMs: number;
   private readonly runs: Run[] = [];
   private periods = 0;
   private nextSequence = 1;
@@ -96,7 +100,11 @@ export class LiveTimeline {
   private woken: Promise<void> | undefined;
 
   constructor(private readonly dir: string, private readonly options: TimelineOptions) {
-    this.availabilityStart = options.now();
+    this.availabilityStartMs = options.now();
+  }
+
+  get availabilityStart(): number {
+    return this.availabilityStartMs;
   }
 
   /** Settles at the next change (a segment added, a run failed): for waiters that re-check their condition. */
@@ -277,6 +285,7 @@ export class LiveTimeline {
     const mediaEnd = Math.max(...slot.map((s) => (s.start + s.duration) / s.rep.timescale));
     const mediaStart = Math.min(...slot.map((s) => s.start / s.rep.timescale));
     const previous = this.current;
+    if (this.periods === 0) this.availabilityStartMs = now - (mediaEnd - mediaStart) * 1000;
     const previousEnd = previous ? previous.start + runSeconds(previous) : 0;
     const run: Run = {
       index, dir, reps, slots: [],

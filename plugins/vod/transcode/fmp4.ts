@@ -9,6 +9,7 @@
  * Also reads the RFC 6381 codec strings (avc1.PPCCLL, hvc1…, mp4a.40.2, ac-3,
  * ec-3…) from the sample entries, so manifests name exactly what was written.
  */
+import { hevcCodec } from 'antenna/sdk';
 
 export interface Box {
   type: string;
@@ -220,22 +221,6 @@ function videoCodec(buf: Buffer, type: string, configs: Box[]): string {
     return `av01.${profile}.${String(level).padStart(2, '0')}${tier}.${String(depth).padStart(2, '0')}`;
   }
   return type;
-}
-
-/** ISO/IEC 14496-15 Annex E: hvc1.<space><profile>.<compat, bit-reversed>.<tier><level>.<constraint bytes>. */
-export function hevcCodec(c: Buffer): string {
-  const space = ['', 'A', 'B', 'C'][c[1]! >> 6];
-  const tier = c[1]! & 0x20 ? 'H' : 'L';
-  const profile = c[1]! & 0x1f;
-  let compat = c.readUInt32BE(2);
-  let reversed = 0;
-  for (let i = 0; i < 32; i++) {
-    reversed = (reversed << 1) | (compat & 1);
-    compat >>>= 1;
-  }
-  const constraints = [...c.subarray(6, 12)];
-  while (constraints.length && constraints[constraints.length - 1] === 0) constraints.pop();
-  return [`${space}${profile}`, (reversed >>> 0).toString(16).toUpperCase(), `${tier}${c[12]}`, ...constraints.map((b) => b.toString(16).toUpperCase())].join('.');
 }
 
 function audioCodec(buf: Buffer, type: string, configs: Box[]): string {

@@ -12,12 +12,11 @@
  *  - per-stream health (state, last failure, viewers) in GET /api/admin/channels.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
 import { expectError } from '../../helpers/http.js';
-import { playerPids } from '../../helpers/player.js';
-import { FFMPEG, killGroup, startUpstream } from '../../helpers/upstream.js';
+import { decode, playerPids } from '../../helpers/player.js';
+import { killGroup, startUpstream } from '../../helpers/upstream.js';
 import { waitFor } from '../../helpers/wait.js';
 import { channels, closedPort, m3u, tempDir, write, xmltv, xt } from './fixtures.js';
 
@@ -88,7 +87,7 @@ t.test('failover between the streams of a channel', async (t) => {
     const rec = await host.inject({ method: 'POST', url: '/recordings', headers, payload: { channel_id: news, program_id: (await programmeOf(host, news)) } });
     t.equal(rec.statusCode, 201, rec.body);
     const recId = rec.json().id as number;
-    const player = decodeTimes(`${host.url}/watch/live/${news}?api_key=${encodeURIComponent(token)}`, 18);
+    const player = decode(`${host.url}/watch/live/${news}?api_key=${encodeURIComponent(token)}`, 18);
     await sleep(3000);
     let streams = await health(news);
     t.match(streams.map((s) => [s.source, s.state]), [['m3u:A', 'playing'], ['m3u:B', 'standby']], 'A plays');
@@ -174,28 +173,6 @@ t.test('failover between the streams of a channel', async (t) => {
 });
 
 /** A player (ffmpeg) decoding the video of `url` for `limit` seconds of timestamps: each frame's pts (s). */
-function decodeTimes(url: string, limit: number): Promise<{ pts: number[]; code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(FFMPEG, ['-hide_banner', '-nostdin', '-loglevel', 'error', '-i', url, '-map', '0:v:0', '-t', String(limit), '-f', 'framemd5', '-'], {
-      detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    if (child.pid) playerPids.add(child.pid);
-    let out = '';
-    let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (s: string) => { out += s; });
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => { if (err.length < 8000) err += s; });
-    const timer = setTimeout(() => killGroup(child.pid), 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (child.pid) playerPids.delete(child.pid);
-      const tb = /^#tb 0: (\d+)\/(\d+)/m.exec(out);
-      const unit = tb ? Number(tb[1]) / Number(tb[2]) : 0;
-      const pts = out.split('\n').map((l) => l.split(',').map((f) => f.trim())).filter((f) => f[0] === '0' && f.length >= 6).map((f) => Number(f[2]) * unit);
-      resolve({ pts, code, stderr: err.replace(/(api_key|key)=[^&\s]*/g, '$1=***') });
-    });
-  });
-}
-
 /** The id of the programme on air on a channel (from /programs). */
 async function programmeOf(host: TestHost, channelId: number): Promise<number> {
   const body = (await host.inject({ method: 'GET', url: '/programs', headers: { authorization: `Bearer ${host.adminToken}` } })).json();

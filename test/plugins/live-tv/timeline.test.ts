@@ -137,6 +137,19 @@ t.test('never less than live playback needs, whatever the cap or timeshift 0', a
   }
 });
 
+t.test('the first period starts at presentation time 0 however long the tune took, and its media times keep their wall-clock dates', async (t) => {
+  const { timeline, segment, advance } = await rig(t, { timeshiftSeconds: 60 });
+  const tunedAt = Date.UTC(2026, 0, 1, 12);
+  advance(3500); // ffmpeg probing the upstream: the first segment is finished 5.5 s after the session began
+  for (let i = 0; i < 3; i++) await segment();
+  const p = timeline.presentation(LINKS);
+  // GStreamer's DASH demuxers read <S t="0"> as no t and put that segment at 0 whatever the Period's start.
+  t.equal(p.periods[0].start, 0, 'the Period starts at 0, where a segment at media time 0 is');
+  t.equal(p.availabilityStart, tunedAt + 3500, 'availabilityStartTime: the wall-clock time of media time 0 (the first segment, finished 2 s later)');
+  t.equal(timeline.windowStart(), tunedAt + 3500, 'the window starts there too');
+  t.match(dashPackager.mpd(p), /<Period id="0" start="PT0\.000S">/);
+});
+
 t.test('a restart of ffmpeg is a new period in the same window, with a discontinuity', async (t) => {
   const { timeline, segment, newRun, advance } = await rig(t, { timeshiftSeconds: 60 });
   for (let i = 0; i < 10; i++) await segment();

@@ -17,7 +17,7 @@ import * as HLS from 'hls-parser';
 import pino from 'pino';
 import type { TestHost } from '../../../sdk/testing.js';
 import { audioLeadIn, seekOf } from '../../../plugins/vod/transcode/ffmpeg-args.js';
-import { BoxReader, esdsCodec, hevcCodec, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
+import { BoxReader, esdsCodec, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
 import { parseFramecrc } from '../../../plugins/vod/transcode/keyframes.js';
 import { parseJobFile, segmentDurations } from '../../../plugins/vod/transcode/manifests.js';
 import { fixedPlan, keyframePlan, nextKeyframe, segmentAt } from '../../../plugins/vod/transcode/segment-plan.js';
@@ -102,9 +102,6 @@ t.test('job tokens and file names', async (t) => {
 });
 
 t.test('codec strings', async (t) => {
-  // hvcC of HEVC Main, level 3.1: profile_space 0, tier 0, profile 1, compatibility flags 0x60000000, constraints 0xB0.
-  const hvcc = Buffer.from([1, 0x01, 0x60, 0, 0, 0, 0xb0, 0, 0, 0, 0, 0, 93]);
-  t.equal(hevcCodec(hvcc), '1.6.L93.B0', 'HEVC Main 3.1');
   // ES_Descriptor → DecoderConfigDescriptor (MPEG-4 audio) → AudioSpecificConfig (AAC-LC, then HE-AAC).
   const esds = (asc: number[]) => Buffer.from([0x03, 23 + asc.length, 0, 1, 0, 0x04, 15 + asc.length, 0x40, 0x15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x05, asc.length, ...asc, 0x06, 1, 2]);
   t.equal(esdsCodec(esds([0x11, 0x90])), 'mp4a.40.2', 'AAC-LC');
