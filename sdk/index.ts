@@ -20,7 +20,7 @@ export * from './media.js';
 export * from './vod.js';
 export * from './subtitles.js';
 export { deviceCaps, isDashOnly } from './device.js';
-export { hevcCodec, hevcCodecOfInit } from './codec-strings.js';
+export { hevcCodec, hevcCodecOfInit, readBoxes, type Box } from './mp4.js';
 export { languageName, normalizeLanguage } from './language.js';
 export type { DeviceCaps } from './device.js';
 export { Type } from '@sinclair/typebox';

@@ -8,27 +8,7 @@
  * part after the first can only play there when its segments' own times go on
  * after the previous part's.
  */
-
-interface Box { type: string; body: number; end: number }
-
-function children(buf: Buffer, start: number, end: number): Box[] {
-  const out: Box[] = [];
-  for (let p = start; p + 8 <= end;) {
-    let size = buf.readUInt32BE(p);
-    let header = 8;
-    if (size === 1) {
-      if (p + 16 > end) break;
-      size = Number(buf.readBigUInt64BE(p + 8));
-      header = 16;
-    } else if (size === 0) {
-      size = end - p;
-    }
-    if (size < header || p + size > end) break;
-    out.push({ type: buf.toString('latin1', p + 4, p + 8), body: p + header, end: p + size });
-    p += size;
-  }
-  return out;
-}
+import { readBoxes } from 'antenna/sdk';
 
 /** Where the times are: each `tfdt` (track timescale) and the `sidx` (its own timescale), with their field widths. */
 interface Fields {
@@ -36,17 +16,22 @@ interface Fields {
   sidx?: { at: number; wide: boolean; timescale: number };
 }
 
+/** The fields of a whole MP4 segment; none for anything else (there are no times to read or move). */
 function fields(segment: Buffer): Fields {
   const found: Fields = { tfdt: [] };
-  for (const top of children(segment, 0, segment.length)) {
-    if (top.type === 'sidx' && !found.sidx && top.end - top.body >= (segment[top.body] === 1 ? 20 : 16)) {
-      found.sidx = { at: top.body + 12, wide: segment[top.body] === 1, timescale: segment.readUInt32BE(top.body + 8) };
-    } else if (top.type === 'moof') {
-      for (const traf of children(segment, top.body, top.end).filter((b) => b.type === 'traf')) {
-        const tfdt = children(segment, traf.body, traf.end).find((b) => b.type === 'tfdt');
-        if (tfdt && tfdt.end - tfdt.body >= (segment[tfdt.body] === 1 ? 12 : 8)) found.tfdt.push({ at: tfdt.body + 4, wide: segment[tfdt.body] === 1 });
+  try {
+    for (const box of readBoxes(segment)) {
+      if (box.type === 'sidx' && !found.sidx && box.end - box.body >= (segment[box.body] === 1 ? 20 : 16)) {
+        found.sidx = { at: box.body + 12, wide: segment[box.body] === 1, timescale: segment.readUInt32BE(box.body + 8) };
+      } else if (box.type === 'moof') {
+        for (const traf of readBoxes(segment, box.body, box.end).filter((b) => b.type === 'traf')) {
+          const tfdt = readBoxes(segment, traf.body, traf.end).find((b) => b.type === 'tfdt');
+          if (tfdt && tfdt.end - tfdt.body >= (segment[tfdt.body] === 1 ? 12 : 8)) found.tfdt.push({ at: tfdt.body + 4, wide: segment[tfdt.body] === 1 });
+        }
       }
     }
+  } catch {
+    return { tfdt: [] };
   }
   return found;
 }

@@ -9,38 +9,7 @@
  * Also reads the RFC 6381 codec strings (avc1.PPCCLL, hvc1…, mp4a.40.2, ac-3,
  * ec-3…) from the sample entries, so manifests name exactly what was written.
  */
-import { hevcCodec } from 'antenna/sdk';
-
-export interface Box {
-  type: string;
-  /** Offset of the box header in the buffer. */
-  start: number;
-  /** Offset of the box content (after the header). */
-  body: number;
-  /** Offset just past the box. */
-  end: number;
-}
-
-/** The boxes laid end to end in buf[start, end). Throws on a box running past the end. */
-export function readBoxes(buf: Buffer, start = 0, end = buf.length): Box[] {
-  const out: Box[] = [];
-  let p = start;
-  while (p + 8 <= end) {
-    let size = buf.readUInt32BE(p);
-    const type = buf.toString('latin1', p + 4, p + 8);
-    let header = 8;
-    if (size === 1) {
-      size = Number(buf.readBigUInt64BE(p + 8));
-      header = 16;
-    } else if (size === 0) {
-      size = end - p;
-    }
-    if (size < header || p + size > end) throw new Error(`mp4: box ${JSON.stringify(type)} at ${p} overruns its parent`);
-    out.push({ type, start: p, body: p + header, end: p + size });
-    p += size;
-  }
-  return out;
-}
+import { hevcCodec, readBoxes, type Box } from 'antenna/sdk';
 
 const child = (buf: Buffer, parent: Box, type: string): Box | undefined => readBoxes(buf, parent.body, parent.end).find((b) => b.type === type);
 const path = (buf: Buffer, parent: Box, ...types: string[]): Box | undefined => {

@@ -21,7 +21,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as HLS from 'hls-parser';
 import type { TestHost } from '../../../sdk/testing.js';
-import { eac3Channels, readBoxes, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
+import { eac3Channels, splitFragment, splitInit } from '../../../plugins/vod/transcode/fmp4.js';
+import { readBoxes } from '../../../sdk/index.js';
 import { asInject, expectError, rawGet } from '../../helpers/http.js';
 import { catalog, clip, FFPROBE, tempDir, vodHost } from './fixtures.js';
 
