@@ -180,3 +180,22 @@ export function rawGet(base: string, rawPath: string, headers: Record<string, st
 
 /** A rawGet result in the shape expectError takes. */
 export const asInject = (r: RawResponse) => ({ statusCode: r.status, body: r.body.toString('utf8'), headers: r.headers as Record<string, any> });
+
+/** Opens a stream and reads it until `bytes` have come (or it ends); resolves with the response and a way to close it. */
+export function openStream(url: string, bytes = 188 * 100): Promise<{ status: number; headers: http.IncomingHttpHeaders; received: () => number; ended: Promise<void>; close(): void }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, (res) => {
+      let received = 0;
+      let settled = false;
+      const ended = new Promise<void>((done) => { res.on('close', () => done()); res.on('end', () => done()); });
+      const result = { status: res.statusCode!, headers: res.headers, received: () => received, ended, close: () => req.destroy() };
+      res.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (!settled && received >= bytes) { settled = true; resolve(result); }
+      });
+      res.on('error', () => {});
+      void ended.then(() => { if (!settled) { settled = true; resolve(result); } });
+    });
+    req.on('error', reject);
+  });
+}

@@ -5,9 +5,8 @@
  * closing its streams, and bad keys, numbers and paths.
  */
 import t from 'tap';
-import http from 'node:http';
 import { createTestHost, type TestHost } from '../../../sdk/testing.js';
-import { expectError, rawGet, asInject } from '../../helpers/http.js';
+import { expectError, rawGet, asInject, openStream } from '../../helpers/http.js';
 import { decode, playerPids } from '../../helpers/player.js';
 import { waitFor } from '../../helpers/wait.js';
 import { killGroup, startUpstream } from '../../helpers/upstream.js';
@@ -16,25 +15,6 @@ import { deviceIdentity, newDeviceId, validDeviceId } from '../../../plugins/hdh
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { guideNumbers } from '../../../plugins/hdhomerun/lineup.js';
-
-/** Opens a stream and reads it until `bytes` have come (or it ends); resolves with the response and a way to close it. */
-function openStream(url: string, bytes = 188 * 100): Promise<{ status: number; headers: http.IncomingHttpHeaders; received: () => number; ended: Promise<void>; close(): void }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, (res) => {
-      let received = 0;
-      let settled = false;
-      const ended = new Promise<void>((done) => { res.on('close', () => done()); res.on('end', () => done()); });
-      const result = { status: res.statusCode!, headers: res.headers, received: () => received, ended, close: () => req.destroy() };
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (!settled && received >= bytes) { settled = true; resolve(result); }
-      });
-      res.on('error', () => {});
-      void ended.then(() => { if (!settled) { settled = true; resolve(result); } });
-    });
-    req.on('error', reject);
-  });
-}
 
 t.test('guide numbers: unique, without .0, names after the numbers', async (t) => {
   const c = (id: number, number: string) => ({ id, number, name: `C${id}`, groups: [] });

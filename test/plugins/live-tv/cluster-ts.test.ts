@@ -6,7 +6,7 @@
  * lease or tuner slot taken on B; a revoked access key ends B's stream.
  */
 import t from 'tap';
-import http from 'node:http';
+import { openStream } from '../../helpers/http.js';
 import { killGroup, startUpstream } from '../../helpers/upstream.js';
 import { decode, playerPids } from '../../helpers/player.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -15,25 +15,6 @@ import { m3u, write } from './fixtures.js';
 
 const PG = process.env.ANTENNA_TEST_PG;
 t.setTimeout(180_000);
-
-/** Opens a stream and resolves once `bytes` have come (or it ended); `ended` resolves when it closes. */
-function openStream(url: string, bytes = 188 * 100): Promise<{ status: number; received: () => number; ended: Promise<void>; close(): void }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, (res) => {
-      let received = 0;
-      let settled = false;
-      const ended = new Promise<void>((done) => { res.on('close', () => done()); res.on('end', () => done()); });
-      const result = { status: res.statusCode!, received: () => received, ended, close: () => req.destroy() };
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (!settled && received >= bytes) { settled = true; resolve(result); }
-      });
-      res.on('error', () => {});
-      void ended.then(() => { if (!settled) { settled = true; resolve(result); } });
-    });
-    req.on('error', reject);
-  });
-}
 
 t.test('MPEG-TS streams of a channel another node runs', { skip: !PG && 'needs PostgreSQL: set ANTENNA_TEST_PG' }, async (t) => {
   const upstream = await startUpstream();
