@@ -37,7 +37,7 @@ import { SettingsManager } from './admin/settings.js';
 import { adminRoutes } from './admin/routes.js';
 import { accessKeyRoutes } from './admin/access-key-routes.js';
 import { createLogger, type LogLevel } from './logging/logger.js';
-import { migrationLock, openCluster, sharedSecret, type ClusterNode } from './cluster/cluster.js';
+import { migrationLock, openCluster, type ClusterNode } from './cluster/cluster.js';
 import { clusterRoutes } from './cluster/routes.js';
 import { LogBuffer } from './logging/log-buffer.js';
 
@@ -159,8 +159,9 @@ export class Host {
     } finally {
       await migrated();
     }
-    // Every node signs with the same secret, so a token from one works on all.
-    const secret = this.cluster.enabled ? await sharedSecret(this.knex, dataDir) : await loadOrCreateSecret(dataDir);
+    // Every node signs with the same secret, so a token from one works on all; the first node's
+    // own (its data dir's) goes to the database, so the tokens it issued keep working.
+    const secret = await this.cluster.secret('jwt', () => loadOrCreateSecret(dataDir));
     this.accounts = new AccountStore(this.knex, () => this.clock.now());
     this.accessKeys = new AccessKeys(this.knex, secret, openNetworks(config.accessKeys.open), () => this.clock.now());
     this.auth = new AuthServiceImpl(this.accounts, secret, {

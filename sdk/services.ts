@@ -232,6 +232,12 @@ export interface Cluster {
    * Resolves to whether this node ran it. A single node always runs it.
    */
   once(name: string, options: { fingerprint: string; withinMs: number; wait: boolean }, work: () => Promise<boolean>): Promise<boolean>;
+  /**
+   * A secret every node signs with (a key for URLs the nodes hand out): the first node to ask
+   * stores its `own()` in the database, so what it signed before keeps verifying, and the
+   * others read it. A single node gets `own()`.
+   */
+  secret(name: string, own: () => Promise<string>): Promise<string>;
 }
 
 export interface ProbeStream {

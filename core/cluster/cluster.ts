@@ -4,10 +4,7 @@
  * otherwise a single node, which grants every lease and publishes nothing, so
  * SQLite installations run exactly as before.
  */
-import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import type { Knex } from 'knex';
 import type { Cluster, JobSummary, Lease, Logger } from '../../sdk/services.js';
 import type { AntennaConfig } from '../config/schema.js';
@@ -45,21 +42,6 @@ export async function openCluster(config: AntennaConfig, knex: Knex, log: Logger
   const node = new PgCluster(knex, c.nodeId ?? os.hostname(), c.advertiseUrl, c.leaseSeconds * 1000, config.database.connection, log, capacity);
   await node.open();
   return node;
-}
-
-/**
- * The signing secret every node shares, from the database: the first node to
- * start puts it there (this node's old `jwt-secret` file when it has one, so the
- * tokens it issued keep working), the others read it.
- */
-export async function sharedSecret(knex: Knex, dataDir: string): Promise<string> {
-  const stored = async () => (await knex('cluster_secrets').where({ name: 'jwt' }).first())?.value as string | undefined;
-  const existing = await stored();
-  if (existing) return existing;
-  const file = (await readFile(path.join(dataDir, 'jwt-secret'), 'utf8').catch(() => '')).trim();
-  const value = file.length >= 32 ? file : randomBytes(48).toString('base64url');
-  await knex('cluster_secrets').insert({ name: 'jwt', value }).onConflict('name').ignore();
-  return (await stored())!;
 }
 
 class PgCluster implements ClusterNode {
@@ -117,6 +99,14 @@ class PgCluster implements ClusterNode {
 
   onResync(fn: () => void): void {
     this.messages.onResync(fn);
+  }
+
+  async secret(name: string, own: () => Promise<string>): Promise<string> {
+    const stored = async () => (await this.knex('cluster_secrets').where({ name }).first())?.value as string | undefined;
+    const existing = await stored();
+    if (existing) return existing;
+    await this.knex('cluster_secrets').insert({ name, value: await own() }).onConflict('name').ignore();
+    return (await stored())!;
   }
 
   async once(name: string, o: { fingerprint: string; withinMs: number; wait: boolean }, work: () => Promise<boolean>): Promise<boolean> {
@@ -189,6 +179,9 @@ class SingleNode implements ClusterNode {
   publish(): void {}
   subscribe(): () => void { return () => {}; }
   onResync(): void {}
+  secret(_name: string, own: () => Promise<string>): Promise<string> {
+    return own();
+  }
   async once(_name: string, _options: unknown, work: () => Promise<boolean>): Promise<boolean> {
     await work();
     return true;

@@ -42,16 +42,18 @@ export class PgLeases {
     });
   }
 
-  async holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
-    const row = await this.knex('cluster_leases as l').leftJoin('cluster_nodes as n', 'n.id', 'l.node')
-      .where('l.name', name).andWhere('l.expires_at', '>', this.knex.fn.now()).first('l.node', 'n.advertise_url');
-    return row && { node: row.node, url: row.advertise_url ?? null };
+  holder(name: string): Promise<{ node: string; url: string | null } | undefined> {
+    return this.holderWhere('l.name', name);
   }
 
   /** The node holding a live lease taken for `subject` (see take), and how to reach it. */
-  async subjectHolder(subject: string): Promise<{ node: string; url: string | null } | undefined> {
+  subjectHolder(subject: string): Promise<{ node: string; url: string | null } | undefined> {
+    return this.holderWhere('l.subject', subject);
+  }
+
+  private async holderWhere(column: 'l.name' | 'l.subject', value: string): Promise<{ node: string; url: string | null } | undefined> {
     const row = await this.knex('cluster_leases as l').leftJoin('cluster_nodes as n', 'n.id', 'l.node')
-      .where('l.subject', subject).andWhere('l.expires_at', '>', this.knex.fn.now()).first('l.node', 'n.advertise_url');
+      .where(column, value).andWhere('l.expires_at', '>', this.knex.fn.now()).first('l.node', 'n.advertise_url');
     return row && { node: row.node, url: row.advertise_url ?? null };
   }
 

@@ -78,7 +78,7 @@ export class PgMessages {
   }
 
   publish(topic: string, message: string): void {
-    this.knex.raw('SELECT pg_notify(?, ?)', [CHANNEL, `${topic} ${this.nodeId} ${message}`])
+    notifyNodes(this.knex, topic, message, this.nodeId)
       .catch((err: Error) => this.log.warn({ error: err.message, topic }, 'cluster: could not publish'));
   }
 

@@ -8,13 +8,6 @@ const TOPIC = 'scheduler';
 /** The message of a batch: re-read every task (one query per node) rather than one message and one query per task. */
 const ALL = '*';
 
-/** Without a cluster: one node, every lease its own. */
-const ALONE: Cluster = {
-  enabled: false, nodeId: 'local', leaseMs: 0,
-  take: async (name) => ({ name, token: 1, lost: new AbortController().signal, release: async () => {} }),
-  holder: async () => undefined, publish: () => {}, subscribe: () => () => {},
-  once: async (_name, _options, work) => { await work(); return true; },
-};
 /** Tasks per INSERT (5 columns each). */
 const SCHEDULE_CHUNK = 500;
 
@@ -37,7 +30,8 @@ export class SchedulerImpl implements Scheduler {
 
   constructor(
     private readonly knex: Knex, private readonly log: Logger, private readonly jobs: JobManager, private readonly clock: Clock,
-    private readonly cluster: Cluster = ALONE,
+    /** On a single node every lease is granted and nothing is sent (core/cluster/cluster.ts). */
+    private readonly cluster: Cluster,
   ) {
     if (cluster.enabled) {
       cluster.subscribe(TOPIC, (id) => void (id === ALL ? this.resync() : this.reload(id))

@@ -102,7 +102,8 @@ export default definePlugin({
         const pluginDir = await paths.pluginDir();
         const artwork = new Artwork(ffmpeg, sources, path.join(pluginDir, 'images'), logger);
         const workDir = path.join(pluginDir, 'transcode');
-        const tokens = cluster.enabled ? await VariantTokens.shared(db, pluginDir) : await VariantTokens.load(pluginDir);
+        // Every node of a cluster signs variant URLs with one key: a URL one node wrote verifies on all.
+        const tokens = new VariantTokens(Buffer.from(await cluster.secret('vod:variant', () => VariantTokens.ownKey(pluginDir)), 'base64'));
         // Whatever a crash left there is stale; only a server cleans (a CLI command runs beside one).
         lifecycle.onStart(async () => {
           await rm(workDir, { recursive: true, force: true });

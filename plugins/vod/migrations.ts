@@ -78,15 +78,4 @@ export const migrations: Migration[] = [
       });
     },
   },
-  {
-    // Cluster mode: the key that signs variant tokens, one for every node (a segment URL one node
-    // wrote must verify on the others). A single node keeps it in its plugin dir, as before.
-    name: '003_keys',
-    async up(knex) {
-      await knex.schema.createTable('vod_keys', (t) => {
-        t.string('name', 64).primary();
-        t.text('value').notNullable();
-      });
-    },
-  },
 ];

@@ -17,7 +17,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Knex } from 'knex';
 import type { MediaFile } from '../model.js';
 import { LADDER, type PlayDecision } from '../play-decision.js';
 
@@ -98,30 +97,15 @@ const SIGNED = /^(.+)-([0-9a-f]{16})$/;
 export class VariantTokens {
   constructor(private readonly key: Buffer) {}
 
-  /** The key kept in `dir` (made on first use): signed URLs stay valid across restarts. */
-  static async load(dir: string): Promise<VariantTokens> {
+  /** The key kept in `dir` (made on first use), base64: signed URLs stay valid across restarts. */
+  static async ownKey(dir: string): Promise<string> {
     const file = path.join(dir, 'variant-key');
     let key = await readFile(file).catch(() => undefined);
     if (!key || key.length < 32) {
       key = randomBytes(32);
       await writeFile(file, key, { mode: 0o600 });
     }
-    return new VariantTokens(key);
-  }
-
-  /**
-   * Cluster mode: the key every node signs with, from the database; the first node to start puts
-   * its own there (the tokens in URLs it handed out keep working), the others read it.
-   */
-  static async shared(db: Knex, dir: string): Promise<VariantTokens> {
-    const stored = async () => (await db('vod_keys').where({ name: 'variant' }).first())?.value as string | undefined;
-    let value = await stored();
-    if (!value) {
-      const own = (await VariantTokens.load(dir)).key;
-      await db('vod_keys').insert({ name: 'variant', value: own.toString('base64') }).onConflict('name').ignore();
-      value = (await stored())!;
-    }
-    return new VariantTokens(Buffer.from(value, 'base64'));
+    return key.toString('base64');
   }
 
   sign(itemId: string, v: Variant): string {
