@@ -27,6 +27,18 @@ async function ticker(dir: string): Promise<string> {
   return p;
 }
 
+/** A test host running the ticker plugin, with no runs recorded yet; globalThis is returned for its __runs and __scheduler. */
+async function tickerHost(t: { teardown(fn: () => unknown): void }): Promise<any> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const plugin = await ticker(dir);
+  const g = globalThis as any;
+  g.__runs = [];
+  const host = await createTestHost({ plugins: { [plugin]: {} } });
+  t.teardown(() => host.close());
+  return g;
+}
+
 async function until(check: () => boolean, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;
   while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
@@ -64,13 +76,7 @@ t.test('scheduled tasks are persisted and re-armed at start', async (t) => {
 });
 
 t.test('repeating tasks are re-armed after each run', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const plugin = await ticker(dir);
-  const g = globalThis as any;
-  g.__runs = [];
-  const host = await createTestHost({ plugins: { [plugin]: {} } });
-  t.teardown(() => host.close());
+  const g = await tickerHost(t);
   await g.__scheduler.schedule({ id: 'every', kind: 'tick', at: Date.now(), everyMs: 200 });
   t.ok(await until(() => g.__runs.filter((r: string) => r.startsWith('every')).length >= 3), 'ran at least three times');
   const [task] = await g.__scheduler.list('tick');
@@ -79,13 +85,7 @@ t.test('repeating tasks are re-armed after each run', async (t) => {
 });
 
 t.test('scheduleMany: many tasks stored and armed at once; an id given twice keeps its last', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'antenna-sched-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const plugin = await ticker(dir);
-  const g = globalThis as any;
-  g.__runs = [];
-  const host = await createTestHost({ plugins: { [plugin]: {} } });
-  t.teardown(() => host.close());
+  const g = await tickerHost(t);
   const later = Date.now() + 3_600_000;
   const tasks = Array.from({ length: 1200 }, (_, i) => ({ id: `many-${i}`, kind: 'tick', at: later + i, payload: { i } }));
   await g.__scheduler.scheduleMany([...tasks, { id: 'many-7', kind: 'tick', at: Date.now(), payload: { again: true } }, { id: 'now', kind: 'tick', at: Date.now() }]);
